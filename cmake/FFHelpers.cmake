@@ -1,0 +1,38 @@
+# Shared build helpers: warnings, sanitizers, one static library per module, tests.
+
+function(ff_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(FF_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(FF_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# ff_add_module(name SOURCES ... DEPS ...): static library ff_<name>, alias ff::<name>.
+function(ff_add_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(ff_${name} STATIC ${M_SOURCES})
+  add_library(ff::${name} ALIAS ff_${name})
+  target_include_directories(ff_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(ff_${name} PUBLIC ${M_DEPS})
+  ff_warnings(ff_${name})
+endfunction()
+
+# ff_add_test(name SOURCES ... DEPS ... LABELS ...): one gtest binary, registered with CTest.
+function(ff_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT FF_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    FF_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FF_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  ff_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()

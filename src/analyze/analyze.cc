@@ -1,0 +1,412 @@
+#include "analyze/analyze.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/strings.h"
+
+namespace ff::analyze {
+
+using record::Event;
+using record::EventKind;
+
+std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type) {
+  std::string_view last = exc_type;
+  if (size_t dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+  for (const auto& r : kb.exceptions) {
+    if (r.type == last) return r.category;
+  }
+  return kb.exception_default_category;
+}
+
+namespace {
+
+// Exceptions that are the launcher's or the user's reaction, not a failure of their own.
+bool is_teardown_exception(std::string_view type) {
+  std::string_view last = type.substr(type.rfind('.') == std::string_view::npos ? 0 : type.rfind('.') + 1);
+  return last == "ChildFailedError" || last == "KeyboardInterrupt" || last == "SystemExit" ||
+         last == "SignalException";
+}
+
+// Tiers of candidate root incidents, best first.
+enum Tier {
+  kHardware = 0,        // Xid, ECC, fallen off the bus: outranks distributed symptoms
+  kRecognised = 1,      // a KB root on a rank's own lines
+  kWeak = 2,            // unrecognised crash, or a KB root with negative priority
+  kSummary = 3,         // only the launcher's summary says it
+  kCollateralOnly = 4,  // nothing but collateral (peer lost, timeouts)
+  kNone = 9,
+};
+
+struct Incident {
+  const Event* decisive = nullptr;  // the line quoted as "this is where it broke"
+  const Event* hit = nullptr;       // the KB pattern event that names the entry (may be null)
+  const kb::Entry* entry = nullptr;
+  kb::Role role = kb::Role::kContext;
+  std::string id;
+  std::string title;
+  std::string category;
+  std::string exc_type;
+  int tier = kNone;
+  int rank = -1;
+  std::string rank_source;
+  std::string node;
+  std::vector<const Event*> members;
+};
+
+// Severity "warning"/"info" entries never fail a run on their own.
+bool entry_is_failure(const kb::Entry* e) { return e && (e->severity == "fatal" || e->severity == "error"); }
+
+// Orders two events by time where both carry comparable times, else by position.
+bool earlier(const Event* a, const Event* b) {
+  bool both_timed = a->time_us != record::kNoTime && b->time_us != record::kNoTime && a->clock == b->clock;
+  if (both_timed && a->source != b->source && a->time_us != b->time_us) return a->time_us < b->time_us;
+  if (both_timed && a->source == b->source && a->time_subsecond && b->time_subsecond && a->rank != b->rank &&
+      a->time_us != b->time_us) {
+    // Different ranks interleaved in one file: their own sub-second times decide.
+    return a->time_us < b->time_us;
+  }
+  if (a->source != b->source) {
+    if (both_timed) return a->source < b->source;  // same time: keep input order
+    return a->source < b->source;
+  }
+  return a->line < b->line;
+}
+
+Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources) {
+  Evidence ev;
+  ev.source = e.source < sources.size() ? sources[e.source].name : "";
+  ev.line = e.line;
+  int rank = e.rank >= 0 ? e.rank : e.summary_rank;
+  if (rank >= 0) ev.rank = rank;
+  ev.node = e.node;
+  ev.time = e.time_text;
+  ev.text = e.text;
+  return ev;
+}
+
+// The better of two KB hits for naming an incident.
+bool better_hit(const Event* a, const Event* b) {
+  auto role_rank = [](kb::Role r) {
+    switch (r) {
+      case kb::Role::kRoot: return 0;
+      case kb::Role::kCollateral: return 1;
+      case kb::Role::kSymptom: return 2;
+      case kb::Role::kContext: return 3;
+    }
+    return 3;
+  };
+  if (role_rank(a->role) != role_rank(b->role)) return role_rank(a->role) < role_rank(b->role);
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->final_exception != b->final_exception) return a->final_exception;
+  if (a->exception_line != b->exception_line) return a->exception_line;
+  if (a->match_len != b->match_len) return a->match_len > b->match_len;
+  return a->entry_id < b->entry_id;
+}
+
+std::string normalise(std::string_view text) {
+  // Digits and hex runs masked, so the same line on many ranks is one incident.
+  std::string out;
+  out.reserve(text.size());
+  bool in_num = false;
+  for (char c : text) {
+    bool digit = c >= '0' && c <= '9';
+    if (digit) {
+      if (!in_num) out.push_back('#');
+      in_num = true;
+    } else {
+      in_num = false;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSummary>& sources,
+                   const kb::KnowledgeBase& kb) {
+  Diagnosis d;
+  d.sources = sources;
+  for (const auto& s : sources) {
+    d.lines += s.lines;
+    d.bytes += s.bytes;
+  }
+
+  // 1. Incidents: one per traceback (with the KB hits inside it), one per hit outside.
+  std::vector<Incident> incidents;
+  std::map<std::tuple<uint32_t, int, uint64_t>, size_t> traceback_incident;  // (source, rank, first line)
+  for (const Event& e : events) {
+    if (e.kind != EventKind::kException) continue;
+    Incident inc;
+    inc.decisive = &e;
+    inc.exc_type = e.exc_type;
+    inc.members.push_back(&e);
+    traceback_incident[{e.source, e.rank, e.traceback_first}] = incidents.size();
+    incidents.push_back(std::move(inc));
+  }
+  std::vector<const Event*> launcher_failures;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kLauncherFailure) {
+      launcher_failures.push_back(&e);
+      continue;
+    }
+    if (e.kind != EventKind::kPattern) continue;
+    if (e.traceback_last != 0) {
+      auto it = traceback_incident.find({e.source, e.rank, e.traceback_first});
+      if (it != traceback_incident.end()) {
+        Incident& inc = incidents[it->second];
+        inc.members.push_back(&e);
+        // Only hits on the traceback's exception lines (and their continuation) name it;
+        // a frame's source line does not.
+        if (e.line >= inc.decisive->line || e.exception_line) {
+          if (!inc.hit || better_hit(&e, inc.hit)) inc.hit = &e;
+        }
+        continue;
+      }
+    }
+    Incident inc;
+    inc.decisive = &e;
+    inc.hit = &e;
+    inc.members.push_back(&e);
+    incidents.push_back(std::move(inc));
+  }
+
+  // 2. Name each incident and give it a role and tier.
+  for (Incident& inc : incidents) {
+    const Event& dec = *inc.decisive;
+    if (inc.hit) {
+      inc.entry = kb.find(inc.hit->entry_id);
+      inc.role = inc.hit->role;
+      if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line) inc.decisive = inc.hit;
+    }
+    if (inc.entry) {
+      inc.id = inc.entry->id;
+      inc.title = inc.entry->title;
+      inc.category = inc.entry->category;
+    } else if (!inc.exc_type.empty()) {
+      inc.id = "unrecognized." + inc.exc_type;
+      inc.title = "Unrecognised " + inc.exc_type;
+      inc.category = guess_exception_category(kb, inc.exc_type);
+      inc.role = is_teardown_exception(inc.exc_type) ? kb::Role::kCollateral : kb::Role::kRoot;
+    }
+    // A traceback whose hits are only collateral/symptoms but whose final exception is
+    // an unrecognised crash: the crash is the incident, the hit is context.
+    if (inc.hit && inc.role != kb::Role::kRoot && dec.kind == EventKind::kException &&
+        inc.hit->role != kb::Role::kCollateral && !is_teardown_exception(inc.exc_type)) {
+      inc.entry = nullptr;
+      inc.id = "unrecognized." + inc.exc_type;
+      inc.title = "Unrecognised " + inc.exc_type;
+      inc.category = guess_exception_category(kb, inc.exc_type);
+      inc.role = kb::Role::kRoot;
+      inc.decisive = &dec;
+    }
+    const Event& de = *inc.decisive;
+    inc.rank = de.rank;
+    inc.node = de.node;
+    if (inc.rank >= 0) inc.rank_source = "log prefix";
+    bool in_summary = de.in_launcher_summary;
+    if (inc.rank < 0 && in_summary && de.summary_rank >= 0) {
+      inc.rank = de.summary_rank;
+      inc.rank_source = "launcher summary";
+    }
+    if (inc.role == kb::Role::kRoot && (inc.entry == nullptr || entry_is_failure(inc.entry))) {
+      if (in_summary) inc.tier = kSummary;
+      else if (inc.category == "hardware") inc.tier = kHardware;
+      else if (!inc.entry || (inc.hit && inc.hit->priority < 0)) inc.tier = kWeak;
+      else inc.tier = kRecognised;
+    } else if (inc.role == kb::Role::kCollateral && !in_summary) {
+      inc.tier = kCollateralOnly;
+    }
+  }
+
+  // 3. The initiating failure: best tier, then earliest.
+  const Incident* primary = nullptr;
+  for (const Incident& inc : incidents) {
+    if (inc.tier == kNone) continue;
+    if (!primary || inc.tier < primary->tier ||
+        (inc.tier == primary->tier && earlier(inc.decisive, primary->decisive))) {
+      primary = &inc;
+    }
+  }
+
+  // 4. Rank from the launcher summary when the primary's own line does not say:
+  // the summary entry whose error text is the primary's decisive line.
+  int primary_rank = primary ? primary->rank : -1;
+  std::string rank_source = primary ? primary->rank_source : "";
+  std::string primary_node = primary ? primary->node : "";
+  if (primary && primary_rank < 0) {
+    std::set<int> ranks;
+    std::string want = normalise(trim(primary->decisive->text));
+    for (const Event* f : launcher_failures) {
+      if (!f->text.empty() && normalise(trim(f->text)) == want && f->rank >= 0) ranks.insert(f->rank);
+    }
+    if (ranks.size() == 1) {
+      primary_rank = *ranks.begin();
+      rank_source = "launcher summary (same error text)";
+    }
+  }
+  if (primary && primary_node.empty() && primary_rank >= 0) {
+    for (const Event* f : launcher_failures) {
+      if (f->rank == primary_rank && !f->node.empty()) primary_node = f->node;
+    }
+  }
+
+  if (primary) {
+    d.verdict = "failed";
+    Finding f;
+    f.id = primary->id;
+    f.title = primary->title;
+    f.category = primary->category;
+    f.role = "root";
+    static const double kConfidence[] = {0.9, 0.85, 0.6, 0.5, 0.35};
+    f.confidence = primary->tier <= kCollateralOnly ? kConfidence[primary->tier] : 0.3;
+    if (primary_rank >= 0) f.rank = primary_rank;
+    const Event& de = *primary->decisive;
+    if (de.local_rank >= 0) f.local_rank = de.local_rank;
+    if (de.gpu >= 0) f.gpu = de.gpu;
+    f.node = primary_node;
+    f.time = de.time_text;
+    f.rank_source = rank_source;
+    f.exception_type = primary->exc_type;
+    Evidence dec = to_evidence(de, sources);
+    if (primary_rank >= 0) dec.rank = primary_rank;
+    f.evidence.push_back(dec);
+    // Supporting lines: the exception chain and other hits in the same incident.
+    for (const Event* m : primary->members) {
+      if (m == &de || f.evidence.size() >= 6) continue;
+      if (m->kind == EventKind::kPattern && m->role == kb::Role::kContext) continue;
+      f.evidence.push_back(to_evidence(*m, sources));
+    }
+    if (primary->entry) {
+      const kb::Entry& e = *primary->entry;
+      f.summary = e.summary;
+      f.root_cause = e.root_cause;
+      f.fix = e.fix;
+      f.verify = e.verify;
+      for (const auto& r : e.references) f.references.push_back(r.url);
+    } else {
+      f.summary = "The process raised " + primary->exc_type +
+                  " and no knowledge-base entry recognises its message; the category is a guess from the exception type.";
+      f.root_cause = "Read the decisive line and the traceback above it: the last frame in your own code is "
+                     "usually where to start.";
+      f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
+               "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
+      f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + primary->id;
+    }
+    d.primary = std::move(f);
+  } else {
+    d.verdict = "healthy";
+  }
+
+  // 5. Collateral: everything else that failed or reacted, grouped by id.
+  std::map<std::string, size_t> coll_index;
+  for (const Incident& inc : incidents) {
+    if (&inc == primary || inc.id.empty()) continue;
+    bool reactive = inc.role == kb::Role::kCollateral || inc.role == kb::Role::kRoot;
+    if (!reactive) continue;
+    if (inc.role == kb::Role::kRoot && inc.entry && !entry_is_failure(inc.entry)) continue;
+    auto it = coll_index.find(inc.id);
+    if (it == coll_index.end()) {
+      Collateral c;
+      c.id = inc.id;
+      c.title = inc.title;
+      c.category = inc.category;
+      c.explained_by = primary ? primary->id : "";
+      c.first = to_evidence(*inc.decisive, sources);
+      coll_index[inc.id] = d.collateral.size();
+      d.collateral.push_back(std::move(c));
+      it = coll_index.find(inc.id);
+    }
+    Collateral& c = d.collateral[it->second];
+    ++c.count;
+    if (inc.rank >= 0 && std::find(c.ranks.begin(), c.ranks.end(), inc.rank) == c.ranks.end()) c.ranks.push_back(inc.rank);
+    if (!inc.node.empty() && std::find(c.nodes.begin(), c.nodes.end(), inc.node) == c.nodes.end())
+      c.nodes.push_back(inc.node);
+  }
+  for (auto& c : d.collateral) std::sort(c.ranks.begin(), c.ranks.end());
+
+  // 6. Hypotheses: other strong candidates with a different id than the primary.
+  if (primary) {
+    std::set<std::string> seen{primary->id};
+    for (const Incident& inc : incidents) {
+      if (inc.tier > kWeak || seen.count(inc.id)) continue;
+      seen.insert(inc.id);
+      Hypothesis h;
+      h.id = inc.id;
+      h.title = inc.title;
+      h.category = inc.category;
+      h.confidence = 0.3;
+      h.why = "also a failure on " + (inc.rank >= 0 ? "rank " + std::to_string(inc.rank) : std::string("an unknown rank")) +
+              ", but later than the primary (or on a weaker signal)";
+      h.evidence.push_back(to_evidence(*inc.decisive, sources));
+      h.separate_by = "Check which of the two happened first on the affected rank's own log; rerun with the "
+                      "primary's fix and see whether this one remains.";
+      d.hypotheses.push_back(std::move(h));
+      if (d.hypotheses.size() >= 5) break;
+    }
+  }
+
+  // 7. Symptoms and warnings seen (deduplicated by entry).
+  std::map<std::string, size_t> sym_index;
+  for (const Incident& inc : incidents) {
+    if (!inc.entry) continue;
+    bool symptom = inc.role == kb::Role::kSymptom || (inc.role == kb::Role::kRoot && !entry_is_failure(inc.entry));
+    if (!symptom) continue;
+    if (sym_index.count(inc.id)) continue;
+    sym_index[inc.id] = d.symptoms.size();
+    Finding f;
+    f.id = inc.id;
+    f.title = inc.title;
+    f.category = inc.category;
+    f.role = kb::role_name(inc.role);
+    if (inc.rank >= 0) f.rank = inc.rank;
+    f.evidence.push_back(to_evidence(*inc.decisive, sources));
+    d.symptoms.push_back(std::move(f));
+  }
+
+  // 8. Timeline: incidents in order, the same normalised line across ranks merged.
+  std::vector<const Incident*> ordered;
+  for (const Incident& inc : incidents) {
+    if (!inc.id.empty() && inc.role != kb::Role::kContext) ordered.push_back(&inc);
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Incident* a, const Incident* b) { return earlier(a->decisive, b->decisive); });
+  std::map<std::pair<std::string, std::string>, size_t> tl_index;
+  for (const Incident* inc : ordered) {
+    std::string role = inc == primary ? "root" : (inc->role == kb::Role::kRoot && primary ? "collateral" : kb::role_name(inc->role));
+    auto key = std::make_pair(inc->id, role);
+    auto it = tl_index.find(key);
+    if (it == tl_index.end()) {
+      TimelineEntry t;
+      t.time = inc->decisive->time_text;
+      t.id = inc->id;
+      t.role = role;
+      t.source = inc->decisive->source < sources.size() ? sources[inc->decisive->source].name : "";
+      t.line = inc->decisive->line;
+      t.text = inc->decisive->text;
+      tl_index[key] = d.timeline.size();
+      d.timeline.push_back(std::move(t));
+      it = tl_index.find(key);
+    }
+    TimelineEntry& t = d.timeline[it->second];
+    ++t.count;
+    int r = inc == primary ? primary_rank : inc->rank;
+    if (r >= 0 && std::find(t.ranks.begin(), t.ranks.end(), r) == t.ranks.end()) t.ranks.push_back(r);
+    if (!inc->node.empty() && std::find(t.nodes.begin(), t.nodes.end(), inc->node) == t.nodes.end())
+      t.nodes.push_back(inc->node);
+  }
+  for (auto& t : d.timeline) std::sort(t.ranks.begin(), t.ranks.end());
+  if (d.timeline.size() > 50) d.timeline.resize(50);
+
+  if (!primary && !d.symptoms.empty()) {
+    for (const auto& s : d.symptoms) {
+      const kb::Entry* e = kb.find(s.id);
+      if (e && (e->severity == "error" || e->severity == "fatal")) d.verdict = "degraded";
+    }
+  }
+  return d;
+}
+
+}  // namespace ff::analyze

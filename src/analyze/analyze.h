@@ -1,0 +1,29 @@
+// analyze/analyze.h — from events to a Diagnosis: first failure vs collateral.
+//
+// diagnose() is a pure function of the events (in (source, line) order), the sources'
+// names and the knowledge base. It groups events into incidents (a joined traceback is
+// one incident; a pattern hit outside a traceback is one), ranks the candidate root
+// events (hardware first, then the ranks' own recognised failures, then unrecognised
+// crashes, then launcher-summary facts, then collateral alone), orders them in time
+// (sub-second times; whole-second ties and untimed lines by position), explains the
+// rest as collateral, and fills fix and verification from the KB.
+//
+// Thread-safety: pure; no shared state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analyze/diagnosis.h"
+#include "kb/kb.h"
+#include "record/event.h"
+
+namespace ff::analyze {
+
+Diagnosis diagnose(const std::vector<record::Event>& events, const std::vector<SourceSummary>& sources,
+                   const kb::KnowledgeBase& kb);
+
+// The category guessed for an exception type no entry recognises.
+std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type);
+
+}  // namespace ff::analyze

@@ -1,0 +1,100 @@
+// analyze/diagnosis.h — the Diagnosis value: everything a report shows, no I/O.
+// Produced by analyze::diagnose(), consumed by report (text, JSON).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ff::analyze {
+
+struct Evidence {
+  std::string source;     // the source's name
+  uint64_t line = 0;      // 1-based
+  std::optional<int> rank;
+  std::string node;
+  std::string time;       // as written in the log
+  std::string text;
+};
+
+struct Finding {
+  std::string id;         // KB entry id, or "unrecognized.<ExceptionType>"
+  std::string title;
+  std::string category;
+  std::string role;       // root, collateral, symptom, context
+  double confidence = 0;
+  std::optional<int> rank;
+  std::optional<int> local_rank;
+  std::string node;
+  std::optional<int> gpu;
+  std::string time;
+  std::vector<Evidence> evidence;  // evidence[0] is the decisive line
+  std::string summary;
+  std::string root_cause;
+  std::vector<std::string> fix;
+  std::string verify;
+  std::vector<std::string> references;
+  std::string exception_type;
+  std::string rank_source;  // how the rank was found: "prefix", "launcher summary", ...
+};
+
+struct Collateral {
+  std::string id;
+  std::string title;
+  std::string category;
+  std::vector<int> ranks;
+  std::vector<std::string> nodes;
+  int count = 0;
+  std::string explained_by;
+  Evidence first;
+};
+
+struct Hypothesis {
+  std::string id;
+  std::string title;
+  std::string category;
+  double confidence = 0;
+  std::string why;
+  std::vector<Evidence> evidence;
+  std::string separate_by;  // the observation that would tell it apart
+};
+
+struct TimelineEntry {
+  std::string time;
+  std::string id;
+  std::string role;
+  std::vector<int> ranks;
+  std::vector<std::string> nodes;
+  int count = 0;
+  std::string source;
+  uint64_t line = 0;
+  std::string text;
+};
+
+struct SourceSummary {
+  std::string name;
+  std::string encoding;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t events = 0;
+  bool ok = true;
+  std::string error;
+};
+
+struct Diagnosis {
+  std::string verdict = "unknown";   // failed | degraded | healthy | unknown
+  std::optional<Finding> primary;
+  std::vector<Collateral> collateral;
+  std::vector<Hypothesis> hypotheses;
+  std::vector<TimelineEntry> timeline;
+  std::vector<Finding> symptoms;     // warnings and symptoms seen (deduplicated by id)
+  std::vector<SourceSummary> sources;
+  std::vector<std::string> errors;   // input problems (partial results)
+  std::vector<std::string> notes;
+  uint64_t lines = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+}  // namespace ff::analyze

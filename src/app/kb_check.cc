@@ -1,0 +1,92 @@
+#include "app/kb_check.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "base/strings.h"
+#include "match/match.h"
+#include "record/record.h"
+
+namespace ff::app {
+
+LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view message) {
+  match::Scanner scanner(engine.db());
+  std::vector<uint32_t> hits;
+  scanner.scan(message, hits);
+  LineWinner w;
+  int best_prio = 0;
+  size_t best_len = 0;
+  for (uint32_t id : hits) {
+    const auto& ref = engine.ref(id);
+    const kb::Entry& e = engine.kb().entries[ref.entry];
+    const kb::Pattern& p = e.patterns[ref.pattern];
+    std::map<std::string, std::string> caps;
+    std::pair<size_t, size_t> span{0, 0};
+    engine.db().captures(id, message, &caps, &span);
+    size_t len = span.second - span.first;
+    w.all.push_back(e.id);
+    bool better = w.entry_id.empty() || p.priority > best_prio ||
+                  (p.priority == best_prio && (len > best_len || (len == best_len && e.id < w.entry_id)));
+    if (better) {
+      w.entry_id = e.id;
+      w.captures = std::move(caps);
+      best_prio = p.priority;
+      best_len = len;
+    }
+  }
+  return w;
+}
+
+KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) {
+  KbCheckReport rep;
+  std::string clean;
+  for (const auto& e : kb.entries) {
+    rep.patterns += e.patterns.size();
+    for (const auto& ex : e.examples) {
+      ++rep.examples;
+      bool ok = false;
+      std::string why = "no line of the example matches any pattern of the entry";
+      for (std::string_view line : split(ex.text, '\n')) {
+        record::clean_line(line, clean);
+        record::Record rec;
+        engine.prefixes().parse(clean, rec);
+        LineWinner w = best_entry_for_line(engine, rec.message);
+        if (std::find(w.all.begin(), w.all.end(), e.id) == w.all.end()) continue;
+        if (w.entry_id != e.id) {
+          why = fmt::format("collision: the line is won by {} ({})", w.entry_id, std::string(trim(line)).substr(0, 100));
+          continue;
+        }
+        bool caps_ok = true;
+        for (const auto& [k, v] : ex.captures) {
+          auto it = w.captures.find(k);
+          if (it == w.captures.end() || it->second != v) {
+            why = fmt::format("capture '{}' is '{}', expected '{}'", k, it == w.captures.end() ? "(none)" : it->second, v);
+            caps_ok = false;
+          }
+        }
+        if (caps_ok) {
+          ok = true;
+          break;
+        }
+      }
+      if (!ok) rep.problems.push_back(fmt::format("{}:{}: {}: example: {}", e.file, ex.line, e.id, why));
+    }
+    for (const auto& neg : e.negatives) {
+      record::clean_line(neg, clean);
+      record::Record rec;
+      engine.prefixes().parse(clean, rec);
+      LineWinner w = best_entry_for_line(engine, rec.message);
+      if (std::find(w.all.begin(), w.all.end(), e.id) != w.all.end())
+        rep.problems.push_back(fmt::format("{}: {}: negative sample matches: {}", e.file, e.id, neg.substr(0, 100)));
+    }
+    std::set<std::string> ids;
+    for (const auto& r : e.related) {
+      if (!kb.find(r)) rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
+    }
+  }
+  for (const auto& bad : engine.prefixes().check_samples()) rep.problems.push_back("formats: sample does not match: " + bad);
+  return rep;
+}
+
+}  // namespace ff::app

@@ -1,0 +1,44 @@
+// app/kb_check.h — the knowledge base's self-test: every example must trigger its own
+// entry and win the most-specific ranking against every other entry (the collision
+// check), captures must equal the expected values, negatives must not match, and every
+// prefix format sample must parse. Shared by `firstfault kb check` and the tests.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "kb/kb.h"
+#include "scan/scan.h"
+
+namespace ff::app {
+
+struct Options;
+
+struct Loaded {
+  std::unique_ptr<kb::KnowledgeBase> kb;
+  std::shared_ptr<const scan::Engine> engine;
+  std::vector<Error> kb_errors;
+};
+
+Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors);
+
+struct KbCheckReport {
+  size_t patterns = 0;
+  size_t examples = 0;
+  std::vector<std::string> problems;  // "file:line: entry: what is wrong"
+};
+
+KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine);
+
+// The entry that wins a line among all KB hits (highest priority, then longest match,
+// then id); empty when nothing matches.
+struct LineWinner {
+  std::string entry_id;
+  std::map<std::string, std::string> captures;
+  std::vector<std::string> all;  // every entry that matched
+};
+LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view message);
+
+}  // namespace ff::app

@@ -1,0 +1,1136 @@
+// io/io.cc — opening inputs, decompressing, untarring, streaming bytes to a ByteSink.
+//
+// Everything is built on one pull interface, Reader (read up to n bytes; 0 at the end;
+// an Error when the stream fails). Readers stack:
+//
+//   FdReader          a file descriptor: regular file, FIFO, stdin. Plain files go straight
+//                     from read() to the sink, with no library in between.
+//   SniffedReader     reads the first block (kSniffSize) to decide what the stream is, then
+//                     replays it, so pipes never need to seek.
+//   DecompressReader  gzip / zstd / xz through zlib, libzstd and liblzma directly.
+//   Bzip2Reader       bzip2 through libarchive's filter.
+//   MemberReader      the data of one tar member, through libarchive's tar reader, which
+//                     pulls the archive from any Reader below it.
+//
+// process_stream() sniffs a Reader and either wraps it in a decompressor and recurses,
+// walks it as a tar (each regular member recursed into as its own source), or delivers it
+// as text. So a .tar.gz, a .log.gz inside a .tar, or `cat x.zst | firstfault -` all take
+// the same path.
+//
+// Why gzip/zstd/xz don't go through libarchive: its filters decode into a 64-128 KiB output
+// block and throw the block away when the input ends early, so a truncated stream loses its
+// tail, and a truncated log smaller than one block delivers nothing at all. A log that was
+// being gzipped when the job died is exactly the case this tool exists for, and its tail is
+// the crash. The codec libraries hand back every byte they could decode: for gzip and xz
+// that is everything up to the cut; zstd decodes whole blocks (at most 128 KiB of output),
+// so the cut block is lost. bzip2 keeps libarchive: its blocks are up to 900 kB and no
+// decoder can return part of one either.
+#include "io/io.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <lzma.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "base/strings.h"
+
+namespace ff::io {
+namespace {
+
+// The first block of every stream is read before anything is delivered: for the magic
+// bytes (compression, "ustar" at offset 257) and for looks_binary().
+constexpr size_t kSniffSize = 8192;
+// Compressed bytes read from below per refill of a decoder or of libarchive.
+constexpr size_t kInputBlockSize = 64 * 1024;
+// The read buffer for the sink is chunk_size, kept within these bounds: big enough that
+// a tiny chunk_size doesn't mean one syscall per few bytes, small enough to stay bounded.
+constexpr size_t kMinReadBuffer = 64 * 1024;
+constexpr size_t kMaxReadBuffer = 16 << 20;
+// Decompression and tar levels inside one input (log.gz in bundle.tar.gz is 3). Deeper
+// nesting is not a log layout anyone produces; stopping bounds quines and bombs.
+constexpr int kMaxNesting = 4;
+// xz -9 needs 65 MiB to decode; a header asking for more than this is refused rather
+// than allocated (memory stays bounded whatever the input claims).
+constexpr uint64_t kXzMemLimit = 256ull << 20;
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+std::string errno_message(int err) {
+  std::string m = std::generic_category().message(err);
+  if (!m.empty() && m[0] >= 'A' && m[0] <= 'Z') m[0] = static_cast<char>(m[0] - 'A' + 'a');
+  return m;
+}
+
+Location at(const std::string& file);
+
+Error errno_error(int err, const std::string& file) {
+  switch (err) {
+    case ENOENT: return make_error(ErrorCode::kNotFound, "no such file or directory", at(file));
+    case ENOTDIR: return make_error(ErrorCode::kNotFound, "not a directory", at(file));
+    case EACCES:
+    case EPERM: return make_error(ErrorCode::kPermission, "permission denied", at(file));
+    default: return make_error(ErrorCode::kIo, errno_message(err), at(file));
+  }
+}
+
+Location at(const std::string& file) {
+  Location where;
+  where.file = file;
+  return where;
+}
+
+Error with_file(Error e, const std::string& file) {
+  e.where.file = file;
+  return e;
+}
+
+// "256 GiB" when exact, else a byte count: limits are usually round, positions are not.
+std::string format_size(uint64_t n) {
+  static constexpr const char* kUnits[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int i = 0; i < 4; ++i) {
+    uint64_t unit = 1ull << (10 * (4 - i));
+    if (n >= unit && n % unit == 0) return std::to_string(n / unit) + " " + kUnits[i];
+  }
+  return std::to_string(n) + " bytes";
+}
+
+bool contains_ci(std::string_view haystack, std::string_view needle) {
+  return to_lower(haystack).find(needle) != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------------------
+// RAII handles
+
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+struct ArchiveFree {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+using ArchivePtr = std::unique_ptr<archive, ArchiveFree>;
+
+struct DirClose {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, DirClose>;
+
+// ---------------------------------------------------------------------------------------
+// Readers
+
+class Reader {
+ public:
+  virtual ~Reader() = default;
+  // Reads up to n (> 0) bytes into buf. Returns the count, 0 at the end of the stream, or
+  // an Error (without a location: the caller knows the source name). After an Error or 0,
+  // later calls return the same again.
+  virtual Result<size_t> read(char* buf, size_t n) = 0;
+};
+
+class FdReader final : public Reader {
+ public:
+  explicit FdReader(int fd) : fd_(fd) {}
+  Result<size_t> read(char* buf, size_t n) override {
+    for (;;) {
+      ssize_t r = ::read(fd_, buf, n);
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno == EINTR) continue;
+      return make_error(ErrorCode::kIo, "read error: " + errno_message(errno));
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads the first block of a stream, then replays it followed by the rest. The sniff
+// keeps an error or end-of-stream it met, so a short pipe or a tty is not read again after
+// it said EOF, and a stream that fails inside its first block still delivers that block.
+class SniffedReader final : public Reader {
+ public:
+  explicit SniffedReader(Reader& inner) : inner_(inner) {}
+
+  void sniff() {
+    head_.resize(kSniffSize);
+    size_t got = 0;
+    while (got < kSniffSize) {
+      Result<size_t> r = inner_.read(head_.data() + got, kSniffSize - got);
+      if (!r.ok()) {
+        error_ = r.take_error();
+        break;
+      }
+      if (*r == 0) {
+        eof_ = true;
+        break;
+      }
+      got += *r;
+    }
+    head_.resize(got);
+  }
+
+  std::string_view head() const { return head_; }
+  const std::optional<Error>& head_error() const { return error_; }
+
+  Result<size_t> read(char* buf, size_t n) override {
+    if (pos_ < head_.size()) {
+      size_t k = std::min(n, head_.size() - pos_);
+      std::memcpy(buf, head_.data() + pos_, k);
+      pos_ += k;
+      return k;
+    }
+    if (error_) return *error_;
+    if (eof_) return size_t{0};
+    return inner_.read(buf, n);
+  }
+
+ private:
+  Reader& inner_;
+  std::string head_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  std::optional<Error> error_;
+};
+
+// --- codecs -----------------------------------------------------------------------------
+
+// One decoder over caller-owned buffers. DecompressReader owns the loop (refills, end of
+// stream, truncation); a Codec only translates its library's return codes.
+class Codec {
+ public:
+  enum class Step { kOk, kEnd, kError };
+  virtual ~Codec() = default;
+  // False when the library could not set up (out of memory); message() says why.
+  virtual bool init() = 0;
+  // Decodes from in to out and advances both. `finish`: no more input will ever come.
+  // kEnd: a stream (gzip member, zstd frame, all xz streams) ended here.
+  virtual Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
+                      bool finish) = 0;
+  // After kEnd with input left over: true to go on decoding it (the decoder is ready for
+  // the next member), false to stop there (what follows is not ours: ignored, as gzip(1)
+  // ignores trailing zeros).
+  virtual bool next_member(const uint8_t* in, size_t in_avail) = 0;
+  const std::string& message() const { return message_; }
+
+ protected:
+  std::string message_;
+};
+
+// The libraries take 32-bit lengths; our buffers are far below that, but stay honest.
+inline unsigned clamp_uint(size_t n) { return static_cast<unsigned>(std::min<size_t>(n, UINT_MAX)); }
+
+class GzipCodec final : public Codec {
+ public:
+  ~GzipCodec() override {
+    if (ready_) inflateEnd(&zs_);
+  }
+  bool init() override {
+    // 16 + MAX_WBITS: gzip wrapper only (header, CRC-32 and size trailer are checked).
+    ready_ = inflateInit2(&zs_, 16 + MAX_WBITS) == Z_OK;
+    if (!ready_) message_ = "cannot initialise zlib";
+    return ready_;
+  }
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
+              bool /*finish*/) override {
+    zs_.next_in = const_cast<Bytef*>(in);
+    zs_.avail_in = clamp_uint(in_avail);
+    zs_.next_out = out;
+    zs_.avail_out = clamp_uint(out_avail);
+    const unsigned in_given = zs_.avail_in, out_given = zs_.avail_out;
+    int r = inflate(&zs_, Z_NO_FLUSH);
+    in += in_given - zs_.avail_in;
+    in_avail -= in_given - zs_.avail_in;
+    out += out_given - zs_.avail_out;
+    out_avail -= out_given - zs_.avail_out;
+    switch (r) {
+      case Z_OK:
+      case Z_BUF_ERROR:  // no progress possible now; the caller decides if that's the end
+        return Step::kOk;
+      case Z_STREAM_END:
+        return Step::kEnd;
+      case Z_NEED_DICT:
+        message_ = "stream needs a preset dictionary";
+        return Step::kError;
+      case Z_MEM_ERROR:
+        message_ = "out of memory";
+        return Step::kError;
+      default:
+        message_ = zs_.msg != nullptr ? zs_.msg : "invalid compressed data";
+        return Step::kError;
+    }
+  }
+  bool next_member(const uint8_t* in, size_t in_avail) override {
+    // Concatenated gzip files (cat a.gz b.gz, rotation appends) are one stream to gzip(1).
+    if (in_avail == 0 || in[0] != 0x1f) return false;
+    return inflateReset(&zs_) == Z_OK;
+  }
+
+ private:
+  z_stream zs_{};
+  bool ready_ = false;
+};
+
+class ZstdCodec final : public Codec {
+ public:
+  ~ZstdCodec() override { ZSTD_freeDStream(ds_); }
+  bool init() override {
+    // Default window limit (128 MiB) applies: frames that need more are refused, which
+    // keeps memory bounded whatever the header claims.
+    ds_ = ZSTD_createDStream();
+    if (ds_ == nullptr || ZSTD_isError(ZSTD_initDStream(ds_))) {
+      message_ = "cannot initialise zstd";
+      return false;
+    }
+    return true;
+  }
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
+              bool /*finish*/) override {
+    ZSTD_inBuffer ib{in, in_avail, 0};
+    ZSTD_outBuffer ob{out, out_avail, 0};
+    size_t r = ZSTD_decompressStream(ds_, &ob, &ib);
+    in += ib.pos;
+    in_avail -= ib.pos;
+    out += ob.pos;
+    out_avail -= ob.pos;
+    if (ZSTD_isError(r)) {
+      message_ = to_lower(ZSTD_getErrorName(r));
+      return Step::kError;
+    }
+    return r == 0 ? Step::kEnd : Step::kOk;  // 0: a frame is complete and fully flushed
+  }
+  // Concatenated frames are one stream; the decoder moves on to the next frame itself.
+  bool next_member(const uint8_t*, size_t in_avail) override { return in_avail > 0; }
+
+ private:
+  ZSTD_DStream* ds_ = nullptr;
+};
+
+class XzCodec final : public Codec {
+ public:
+  ~XzCodec() override { lzma_end(&strm_); }
+  bool init() override {
+    // LZMA_CONCATENATED: several .xz streams back to back decode as one, as xz(1) does;
+    // the end is then only reported after LZMA_FINISH, i.e. at the end of the input.
+    if (lzma_stream_decoder(&strm_, kXzMemLimit, LZMA_CONCATENATED) != LZMA_OK) {
+      message_ = "cannot initialise liblzma";
+      return false;
+    }
+    return true;
+  }
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
+              bool finish) override {
+    strm_.next_in = in;
+    strm_.avail_in = in_avail;
+    strm_.next_out = out;
+    strm_.avail_out = out_avail;
+    lzma_ret r = lzma_code(&strm_, finish ? LZMA_FINISH : LZMA_RUN);
+    in += in_avail - strm_.avail_in;
+    in_avail = strm_.avail_in;
+    out += out_avail - strm_.avail_out;
+    out_avail = strm_.avail_out;
+    switch (r) {
+      case LZMA_OK:
+      case LZMA_BUF_ERROR:  // no progress possible; the caller decides if it's truncation
+        return Step::kOk;
+      case LZMA_STREAM_END:
+        return Step::kEnd;
+      case LZMA_FORMAT_ERROR: message_ = "file format not recognized"; break;
+      case LZMA_OPTIONS_ERROR: message_ = "unsupported compression options"; break;
+      case LZMA_DATA_ERROR: message_ = "compressed data is corrupt"; break;
+      case LZMA_MEMLIMIT_ERROR:
+        message_ = "decoding needs more than " + format_size(kXzMemLimit) + " of memory";
+        break;
+      case LZMA_MEM_ERROR: message_ = "out of memory"; break;
+      default: message_ = "liblzma error " + std::to_string(static_cast<int>(r)); break;
+    }
+    return Step::kError;
+  }
+  bool next_member(const uint8_t*, size_t) override { return false; }
+
+ private:
+  lzma_stream strm_ = LZMA_STREAM_INIT;
+};
+
+// Decodes an upstream Reader with a Codec. Delivers every byte the decoder produced before
+// a failure; the failure comes on the following read().
+class DecompressReader final : public Reader {
+ public:
+  DecompressReader(std::unique_ptr<Codec> codec, const char* format, Reader& upstream)
+      : codec_(std::move(codec)), format_(format), upstream_(upstream) {}
+
+  Result<size_t> read(char* buf, size_t n) override {
+    if (error_) return *error_;
+    if (done_) return size_t{0};
+    if (!started_) {
+      started_ = true;
+      in_buf_.resize(kInputBlockSize);
+      if (!codec_->init()) return fail(make_error(ErrorCode::kInternal, codec_->message()), 0);
+    }
+    uint8_t* out = reinterpret_cast<uint8_t*>(buf);
+    size_t out_avail = n;
+    while (out_avail > 0) {
+      const size_t produced = n - out_avail;
+      if (in_avail_ == 0 && !eof_) {
+        // Return what we have rather than block on a pipe that may be slow to write.
+        if (produced > 0) break;
+        Result<size_t> r = upstream_.read(reinterpret_cast<char*>(in_buf_.data()), in_buf_.size());
+        if (!r.ok()) return fail(r.take_error(), produced);
+        if (*r == 0) {
+          eof_ = true;
+        } else {
+          in_ = in_buf_.data();
+          in_avail_ = *r;
+        }
+        continue;
+      }
+      if (at_end_) {  // a member/frame ended exactly here: stop, or decode the next one
+        if (in_avail_ == 0 || !codec_->next_member(in_, in_avail_)) {
+          done_ = true;
+          break;
+        }
+        at_end_ = false;
+      }
+      const bool finish = eof_ && in_avail_ == 0;
+      const uint8_t* in_before = in_;
+      uint8_t* out_before = out;
+      Codec::Step step = codec_->decode(in_, in_avail_, out, out_avail, finish);
+      total_out_ += static_cast<uint64_t>(out - out_before);
+      if (step == Codec::Step::kError) return fail(codec_error(), n - out_avail);
+      if (step == Codec::Step::kEnd) {
+        at_end_ = true;
+        ++members_done_;
+        continue;
+      }
+      if (in_ == in_before && out == out_before) {
+        if (finish) return fail(truncated_error(), n - out_avail);
+        if (in_avail_ == 0) continue;  // wants more input
+        // Input and room both available and nothing moved: the library is stuck, and
+        // calling it again would loop forever.
+        return fail(make_error(ErrorCode::kFormat,
+                               std::string(format_) + " decoder made no progress"),
+                    n - out_avail);
+      }
+    }
+    return n - out_avail;
+  }
+
+ private:
+  Error truncated_error() const {
+    return make_error(ErrorCode::kTruncated, "truncated " + std::string(format_) +
+                                                 " stream after " + std::to_string(total_out_) +
+                                                 " bytes: unexpected end of file");
+  }
+  Error codec_error() const {
+    // Nothing decoded yet: the file has the magic bytes but is not this format at all.
+    if (total_out_ == 0 && members_done_ == 0) {
+      return make_error(ErrorCode::kFormat,
+                        "not a valid " + std::string(format_) + " stream: " + codec_->message());
+    }
+    return make_error(ErrorCode::kTruncated, "corrupt " + std::string(format_) +
+                                                 " stream after " + std::to_string(total_out_) +
+                                                 " bytes: " + codec_->message());
+  }
+  // Bytes produced in this call go out first; the error waits for the next call.
+  Result<size_t> fail(Error e, size_t produced) {
+    error_ = std::move(e);
+    if (produced > 0) return produced;
+    return *error_;
+  }
+
+  std::unique_ptr<Codec> codec_;
+  const char* format_;
+  Reader& upstream_;
+  std::vector<uint8_t> in_buf_;
+  const uint8_t* in_ = nullptr;
+  size_t in_avail_ = 0;
+  bool started_ = false;
+  bool eof_ = false;
+  bool at_end_ = false;
+  bool done_ = false;
+  uint64_t total_out_ = 0;
+  int members_done_ = 0;
+  std::optional<Error> error_;
+};
+
+// --- libarchive over a Reader -------------------------------------------------------------
+
+// libarchive's read callback pulls from our Reader. The Reader's Error is kept so it can
+// be reported as is (e.g. "truncated gzip stream after ...") instead of libarchive's text.
+struct ArchiveSource {
+  Reader* upstream = nullptr;
+  std::vector<char> buf;
+  std::optional<Error> error;
+
+  static la_ssize_t read_cb(archive* a, void* self, const void** out) {
+    auto* s = static_cast<ArchiveSource*>(self);
+    if (s->buf.empty()) s->buf.resize(kInputBlockSize);
+    Result<size_t> r = s->upstream->read(s->buf.data(), s->buf.size());
+    if (!r.ok()) {
+      s->error = r.take_error();
+      archive_set_error(a, EIO, "%s", s->error->message.c_str());
+      return ARCHIVE_FATAL;
+    }
+    *out = s->buf.data();
+    return static_cast<la_ssize_t>(*r);
+  }
+};
+
+std::string archive_message(archive* a) {
+  const char* m = archive_error_string(a);
+  return m != nullptr && *m != '\0' ? std::string(m) : std::string("unknown error");
+}
+
+// bzip2 through libarchive (filter bzip2 + format raw). Opened on the first read so that
+// every failure comes through read(), like the other decoders.
+class Bzip2Reader final : public Reader {
+ public:
+  explicit Bzip2Reader(Reader& upstream) { src_.upstream = &upstream; }
+
+  Result<size_t> read(char* buf, size_t n) override {
+    if (error_) return *error_;
+    if (done_) return size_t{0};
+    if (!a_) {
+      Status st = open();
+      if (!st.ok()) return fail(st.error());
+      if (done_) return size_t{0};
+    }
+    la_ssize_t r = archive_read_data(a_.get(), buf, n);
+    if (r > 0) {
+      total_out_ += static_cast<uint64_t>(r);
+      return static_cast<size_t>(r);
+    }
+    if (r == 0) {
+      done_ = true;
+      return size_t{0};
+    }
+    return fail(stream_error());
+  }
+
+ private:
+  Status open() {
+    a_.reset(archive_read_new());
+    if (!a_) return make_error(ErrorCode::kInternal, "cannot allocate a libarchive reader");
+    archive_read_support_filter_bzip2(a_.get());
+    archive_read_support_format_raw(a_.get());
+    archive_read_support_format_empty(a_.get());  // bzip2 of an empty file is an empty log
+    if (archive_read_open(a_.get(), &src_, nullptr, &ArchiveSource::read_cb, nullptr) !=
+        ARCHIVE_OK) {
+      return stream_error();
+    }
+    archive_entry* entry = nullptr;
+    int r = archive_read_next_header(a_.get(), &entry);
+    if (r == ARCHIVE_EOF) {
+      done_ = true;
+    } else if (r < ARCHIVE_WARN) {
+      return stream_error();
+    }
+    // "BZh" with no bzip2 behind it: libarchive falls back to passing the bytes through.
+    if (archive_filter_count(a_.get()) < 2 || archive_filter_code(a_.get(), 0) != ARCHIVE_FILTER_BZIP2) {
+      return make_error(ErrorCode::kFormat, "not a valid bzip2 stream");
+    }
+    return Status::Ok();
+  }
+
+  Error stream_error() {
+    if (src_.error) return *src_.error;
+    std::string msg = archive_message(a_.get());
+    if (contains_ci(msg, "truncat")) {
+      return make_error(ErrorCode::kTruncated, "truncated bzip2 stream after " +
+                                                   std::to_string(total_out_) + " bytes: " + msg);
+    }
+    if (total_out_ == 0) return make_error(ErrorCode::kFormat, "not a valid bzip2 stream: " + msg);
+    return make_error(ErrorCode::kTruncated,
+                      "corrupt bzip2 stream after " + std::to_string(total_out_) + " bytes: " + msg);
+  }
+
+  Result<size_t> fail(Error e) {
+    error_ = std::move(e);
+    return *error_;
+  }
+
+  ArchiveSource src_;  // declared before a_: the archive must be freed first
+  ArchivePtr a_;
+  bool done_ = false;
+  uint64_t total_out_ = 0;
+  std::optional<Error> error_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Sniffing
+
+enum class Compression { kNone, kGzip, kZstd, kXz, kBzip2 };
+
+bool has_prefix(std::string_view s, std::string_view magic) {
+  return s.size() >= magic.size() && s.substr(0, magic.size()) == magic;
+}
+
+Compression detect_compression(std::string_view head) {
+  using namespace std::string_view_literals;
+  if (has_prefix(head, "\x1f\x8b"sv)) return Compression::kGzip;
+  if (has_prefix(head, "\x28\xb5\x2f\xfd"sv)) return Compression::kZstd;
+  if (has_prefix(head, "\xfd\x37\x7a\x58\x5a\x00"sv)) return Compression::kXz;
+  // "BZh" alone is printable text a log line could start with, so also require the block
+  // size digit and the magic of the first block (or of the end of an empty stream).
+  if (head.size() >= 10 && has_prefix(head, "BZh") && head[3] >= '1' && head[3] <= '9' &&
+      (head.substr(4, 6) == "\x31\x41\x59\x26\x53\x59"sv ||
+       head.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
+    return Compression::kBzip2;
+  }
+  return Compression::kNone;
+}
+
+const char* compression_name(Compression c) {
+  switch (c) {
+    case Compression::kGzip: return "gzip";
+    case Compression::kZstd: return "zstd";
+    case Compression::kXz: return "xz";
+    case Compression::kBzip2: return "bzip2";
+    case Compression::kNone: break;
+  }
+  return "plain";
+}
+
+std::unique_ptr<Reader> make_decompressor(Compression c, Reader& upstream) {
+  switch (c) {
+    case Compression::kGzip:
+      return std::make_unique<DecompressReader>(std::make_unique<GzipCodec>(), "gzip", upstream);
+    case Compression::kZstd:
+      return std::make_unique<DecompressReader>(std::make_unique<ZstdCodec>(), "zstd", upstream);
+    case Compression::kXz:
+      return std::make_unique<DecompressReader>(std::make_unique<XzCodec>(), "xz", upstream);
+    case Compression::kBzip2:
+      return std::make_unique<Bzip2Reader>(upstream);
+    case Compression::kNone: break;
+  }
+  return nullptr;
+}
+
+// POSIX ustar and GNU tar both put "ustar" at offset 257. Pre-POSIX v7 tars have no magic
+// and are read as plain (then usually skipped as binary).
+bool is_tar(std::string_view head) { return head.size() >= 262 && head.substr(257, 5) == "ustar"; }
+
+// Encodings read outside-in become "tar+gzip": the innermost format first.
+std::string wrap_encoding(std::string_view inner, const std::string& outer) {
+  std::string s(inner);
+  if (!outer.empty()) s += "+" + outer;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// The walk
+
+enum class Origin {
+  kNamed,   // on the command line: problems are errors
+  kWalk,    // found in a directory: binary files are skipped with a note
+  kMember,  // an archive member: as kWalk
+};
+
+enum class Outcome { kDelivered, kSkipped, kFailed };
+
+// What one input (a directory, an archive) produced, for "no log files in ..." errors.
+struct Tally {
+  int sources = 0;
+  int binary = 0;
+  int errors = 0;
+};
+
+struct Context {
+  ByteSink& sink;
+  const ReadOptions& options;
+  InputReport& report;
+  std::vector<char> buffer;  // the read buffer for delivery; one source at a time uses it
+  uint64_t budget_used = 0;  // decompressed bytes so far, delivered or skipped
+  bool stopped = false;      // max_total_bytes was hit: read nothing more
+
+  void error(Error e, Tally& tally) {
+    report.errors.push_back(std::move(e));
+    ++tally.errors;
+  }
+  void note(std::string text) { report.notes.push_back(std::move(text)); }
+
+  Error limit_error(const std::string& file, uint64_t delivered) const {
+    return make_error(ErrorCode::kLimit,
+                      "expanded size exceeds the limit of " + format_size(options.max_total_bytes) +
+                          " for all inputs together; stopped after " + std::to_string(delivered) +
+                          " bytes of this source",
+                      at(file));
+  }
+
+  // Counts bytes that were decompressed but not delivered (skipped archive members), so
+  // a tar of huge binary members is bounded too. False when that is over the limit.
+  bool charge(uint64_t n) {
+    if (n > options.max_total_bytes - budget_used) {
+      budget_used = options.max_total_bytes;
+      stopped = true;
+      return false;
+    }
+    budget_used += n;
+    return true;
+  }
+};
+
+// Streams everything r has to the sink as one source, in chunk_size pieces.
+Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
+  c.sink.begin(info);
+  ++c.report.sources_read;
+  ++tally.sources;
+  const size_t chunk = std::max<size_t>(c.options.chunk_size, 1);
+  uint64_t delivered = 0;
+  Status status;
+  for (;;) {
+    Result<size_t> got = r.read(c.buffer.data(), c.buffer.size());
+    if (!got.ok()) {
+      status = with_file(got.take_error(), info.name);
+      break;
+    }
+    if (*got == 0) break;
+    size_t len = *got;
+    const uint64_t left = c.options.max_total_bytes - c.budget_used;
+    const bool over = len > left;
+    if (over) len = static_cast<size_t>(left);
+    for (size_t off = 0; off < len; off += chunk) {
+      c.sink.data(std::string_view(c.buffer.data() + off, std::min(chunk, len - off)));
+    }
+    c.budget_used += len;
+    c.report.bytes_read += len;
+    delivered += len;
+    if (over) {
+      c.stopped = true;
+      status = c.limit_error(info.name, delivered);
+      break;
+    }
+  }
+  c.sink.end(info, status);
+  if (status.ok()) return Outcome::kDelivered;
+  c.report.errors.push_back(status.error());
+  ++tally.errors;
+  return Outcome::kFailed;
+}
+
+Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers,
+                       int depth, Origin origin, Tally& tally);
+
+// Display name of a tar member: "./node1/x.log" → "node1/x.log".
+std::string clean_member_path(std::string_view p) {
+  for (;;) {
+    if (starts_with(p, "./")) {
+      p.remove_prefix(2);
+    } else if (starts_with(p, "/")) {
+      p.remove_prefix(1);
+    } else {
+      break;
+    }
+  }
+  return std::string(p);
+}
+
+bool has_hidden_component(std::string_view path) {
+  for (std::string_view part : split(path, '/')) {
+    if (!part.empty() && part[0] == '.' && part != "." && part != "..") return true;
+  }
+  return false;
+}
+
+// libarchive's text for a tar that fails by itself (not because the stream below failed).
+Error tar_error(archive* a) {
+  std::string msg = archive_message(a);
+  if (contains_ci(msg, "truncat")) return make_error(ErrorCode::kTruncated, "tar archive ends early: " + msg);
+  return make_error(ErrorCode::kFormat, "corrupt tar archive: " + msg);
+}
+
+// The data of the current tar member.
+class MemberReader final : public Reader {
+ public:
+  MemberReader(archive* a, ArchiveSource& src) : a_(a), src_(src) {}
+  Result<size_t> read(char* buf, size_t n) override {
+    if (error_) return *error_;
+    la_ssize_t r = archive_read_data(a_, buf, n);
+    if (r >= 0) return static_cast<size_t>(r);
+    error_ = src_.error ? *src_.error : tar_error(a_);
+    return *error_;
+  }
+  bool failed() const { return error_.has_value(); }
+
+ private:
+  archive* a_;
+  ArchiveSource& src_;
+  std::optional<Error> error_;
+};
+
+// Members are read in archive order: streaming them, rather than sorting by name, keeps
+// memory bounded and needs no seek (the archive may be a pipe).
+void read_tar(Context& c, Reader& r, const SourceInfo& archive_info, const std::string& encoding,
+              int depth, Origin origin, Tally& tally) {
+  ArchiveSource src;
+  src.upstream = &r;
+  ArchivePtr a(archive_read_new());
+  if (!a) {
+    c.error(make_error(ErrorCode::kInternal, "cannot allocate a libarchive reader", at(archive_info.name)), tally);
+    return;
+  }
+  archive_read_support_format_tar(a.get());  // ustar, pax and GNU (long names, sparse)
+  if (archive_read_open(a.get(), &src, nullptr, &ArchiveSource::read_cb, nullptr) != ARCHIVE_OK) {
+    c.error(with_file(src.error ? *src.error : tar_error(a.get()), archive_info.name), tally);
+    return;
+  }
+  Tally inner;
+  uint64_t members = 0;
+  bool broken = false;
+  while (!c.stopped) {
+    archive_entry* entry = nullptr;
+    int rc = archive_read_next_header(a.get(), &entry);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc < ARCHIVE_WARN) {  // ARCHIVE_WARN is a charset conversion remark: go on
+      c.error(with_file(src.error ? *src.error : tar_error(a.get()), archive_info.name), inner);
+      broken = true;
+      break;
+    }
+    if (++members > c.options.max_archive_members) {
+      c.error(make_error(ErrorCode::kLimit,
+                         "archive has more than " + std::to_string(c.options.max_archive_members) +
+                             " members; the rest were not read",
+                         at(archive_info.name)),
+              inner);
+      broken = true;
+      break;
+    }
+    const la_int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
+    const uint64_t usize = size > 0 ? static_cast<uint64_t>(size) : 0;
+    const char* raw_path = archive_entry_pathname(entry);
+    if (raw_path == nullptr) raw_path = archive_entry_pathname_utf8(entry);
+    const std::string path =
+        raw_path != nullptr ? clean_member_path(raw_path) : "<member " + std::to_string(members) + ">";
+    // Directories, links and devices carry no log; a hard link repeats an earlier member.
+    const bool regular = archive_entry_filetype(entry) == AE_IFREG && archive_entry_hardlink(entry) == nullptr;
+    if (!regular || path.empty() || has_hidden_component(path)) {
+      // Their data (if any) is decompressed to be skipped: it counts toward the limit.
+      if (regular && !c.charge(usize)) {
+        c.error(c.limit_error(archive_info.name, 0), inner);
+        broken = true;
+      }
+      if (broken) break;
+      continue;
+    }
+    MemberReader member(a.get(), src);
+    SourceInfo info{archive_info.name + ":" + path, usize, encoding};
+    Outcome out = process_stream(c, member, info, encoding, depth, Origin::kMember, inner);
+    if (member.failed()) {  // libarchive is in a fatal state after a data error
+      broken = true;
+      break;
+    }
+    if (out == Outcome::kSkipped && !c.charge(usize)) {
+      c.error(c.limit_error(archive_info.name, 0), inner);
+      broken = true;
+      break;
+    }
+  }
+  tally.sources += inner.sources;
+  tally.binary += inner.binary;
+  tally.errors += inner.errors;
+  if (!broken && !c.stopped && inner.sources == 0 && inner.errors == 0) {
+    std::string why = inner.binary > 0 ? " (" + std::to_string(inner.binary) + " binary members skipped)" : "";
+    if (origin == Origin::kNamed) {
+      c.error(make_error(ErrorCode::kNotFound, "no log files in archive" + why, at(archive_info.name)), tally);
+    } else {
+      c.note("archive " + archive_info.name + " contains no log files" + why);
+    }
+  }
+}
+
+// Decides what r is (compressed, tar, text, binary) and handles it.
+Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers,
+                       int depth, Origin origin, Tally& tally) {
+  if (c.stopped) return Outcome::kSkipped;
+  SniffedReader sniffed(r);
+  sniffed.sniff();
+  const std::string_view head = sniffed.head();
+  if (head.empty() && sniffed.head_error()) {
+    // Failed before a single byte (not gzip after all, unreadable): not a source.
+    c.error(with_file(*sniffed.head_error(), info.name), tally);
+    return Outcome::kFailed;
+  }
+  if (depth < kMaxNesting) {
+    Compression comp = detect_compression(head);
+    if (comp != Compression::kNone) {
+      std::unique_ptr<Reader> dec = make_decompressor(comp, sniffed);
+      return process_stream(c, *dec, std::move(info), wrap_encoding(compression_name(comp), wrappers),
+                            depth + 1, origin, tally);
+    }
+    if (is_tar(head)) {
+      read_tar(c, sniffed, info, wrap_encoding("tar", wrappers), depth + 1, origin, tally);
+      return Outcome::kDelivered;
+    }
+  }
+  if (c.options.skip_binary && looks_binary(head)) {
+    ++tally.binary;
+    switch (origin) {
+      case Origin::kNamed:
+        c.error(make_error(ErrorCode::kFormat, "binary file, skipped", at(info.name)), tally);
+        break;
+      case Origin::kWalk:
+        c.note("skipped binary file " + info.name);
+        break;
+      case Origin::kMember:
+        c.note("skipped binary archive member " + info.name);
+        break;
+    }
+    return Outcome::kSkipped;
+  }
+  info.encoding = wrappers.empty() ? "plain" : wrappers;
+  return deliver(c, sniffed, info, tally);
+}
+
+// Opens path and processes it. In a directory walk, a name that is (or became) something
+// other than a regular file is skipped: opening a FIFO nobody writes to would hang.
+void read_file(Context& c, const std::string& path, Origin origin, Tally& tally) {
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+  if (origin == Origin::kWalk) flags |= O_NONBLOCK;
+  UniqueFd fd(::open(path.c_str(), flags));
+  if (fd.get() < 0) {
+    c.error(errno_error(errno, path), tally);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    c.error(errno_error(errno, path), tally);
+    return;
+  }
+  if (origin == Origin::kWalk && !S_ISREG(st.st_mode)) {
+    c.note("skipped " + path + ": not a regular file");
+    return;
+  }
+  SourceInfo info{path, 0, "plain"};
+  if (S_ISREG(st.st_mode)) {
+    info.size_hint = static_cast<uint64_t>(st.st_size);
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);  // a hint; failure is harmless
+  }
+  FdReader reader(fd.get());
+  process_stream(c, reader, std::move(info), "", 0, origin, tally);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (!dir.empty() && dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+using VisitedDirs = std::set<std::pair<dev_t, ino_t>>;
+
+// Depth-first, entries sorted by name (bytewise) so the order is the same on every
+// filesystem. Hidden entries are skipped. Symlinks are followed; a directory reached twice
+// (a symlink loop, or two links to one place) is read once.
+void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& tally) {
+  std::vector<std::string> names;
+  {
+    // The directory is read fully and closed before recursing, so deep trees don't hold
+    // one descriptor per level.
+    DirPtr d(::opendir(dir.c_str()));
+    if (!d) {
+      c.error(errno_error(errno, dir), tally);
+      return;
+    }
+    for (;;) {
+      errno = 0;
+      dirent* e = ::readdir(d.get());
+      if (e == nullptr) {
+        if (errno != 0) c.error(errno_error(errno, dir), tally);
+        break;
+      }
+      if (e->d_name[0] == '.') continue;  // hidden, and "." / ".."
+      names.emplace_back(e->d_name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (c.stopped) return;
+    const std::string path = join_path(dir, name);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      struct stat lst {};
+      if (err == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        c.note("skipped broken symbolic link " + path);
+      } else if (err == ELOOP) {
+        c.note("skipped " + path + ": too many levels of symbolic links");
+      } else if (err == ENOENT) {
+        c.note("skipped " + path + ": removed while reading the directory");
+      } else {
+        c.error(errno_error(err, path), tally);
+      }
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (!visited.insert({st.st_dev, st.st_ino}).second) {
+        c.note("skipped " + path + ": directory already visited (symbolic link loop)");
+        continue;
+      }
+      walk_dir(c, path, visited, tally);
+    } else if (S_ISREG(st.st_mode)) {
+      read_file(c, path, Origin::kWalk, tally);
+    } else {
+      c.note("skipped " + path + ": not a regular file");
+    }
+  }
+}
+
+void read_input(Context& c, const std::string& input) {
+  Tally tally;
+  if (input == "-") {
+    SourceInfo info{"<stdin>", 0, "plain"};
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {  // `firstfault - < x.log`
+      info.size_hint = static_cast<uint64_t>(st.st_size);
+    }
+    FdReader reader(STDIN_FILENO);  // not ours to close
+    process_stream(c, reader, std::move(info), "", 0, Origin::kNamed, tally);
+    return;
+  }
+  struct stat st {};
+  if (::stat(input.c_str(), &st) != 0) {
+    c.error(errno_error(errno, input), tally);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    read_file(c, input, Origin::kNamed, tally);
+    return;
+  }
+  VisitedDirs visited;
+  visited.insert({st.st_dev, st.st_ino});
+  walk_dir(c, input, visited, tally);
+  // Only when nothing inside already explained it (an unreadable file or subdirectory has
+  // its own error): one error per problem.
+  if (tally.sources == 0 && tally.errors == 0 && !c.stopped) {
+    std::string why = tally.binary > 0 ? " (" + std::to_string(tally.binary) + " binary files skipped)" : "";
+    c.error(make_error(ErrorCode::kNotFound, "no log files in directory" + why, at(input)), tally);
+  }
+}
+
+// --- looks_binary helpers -----------------------------------------------------------------
+
+// Formats found next to logs (checkpoints, arrays, executables) whose first block can pass
+// for text: a safetensors header is pages of JSON, a pickle is full of identifiers.
+bool has_binary_signature(std::string_view b) {
+  using namespace std::string_view_literals;
+  static constexpr std::string_view kMagics[] = {
+      "PK\x03\x04"sv,            // zip: torch.save (.pt/.pth), .npz
+      "\x7f" "ELF"sv,            // executables, core files
+      "\x93NUMPY"sv,             // .npy
+      "\x89HDF\r\n\x1a\n"sv,     // HDF5 / Keras .h5
+      "\x89PNG\r\n\x1a\n"sv,     // plots
+      "\xff\xd8\xff"sv,          // JPEG
+      "GGUF"sv,                  // llama.cpp weights
+      "SQLite format 3\0"sv,     // sqlite databases (wandb, optuna)
+  };
+  for (std::string_view m : kMagics) {
+    if (has_prefix(b, m)) return true;
+  }
+  // Pickle protocol 2-5 (legacy torch.save, joblib).
+  if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x80 && b[1] >= 2 && b[1] <= 5) return true;
+  // safetensors: a little-endian u64 header length (high bytes zero), then '{'.
+  if (b.size() >= 9 && b[8] == '{' && b[5] == 0 && b[6] == 0 && b[7] == 0 &&
+      (b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 0 || b[4] != 0)) {
+    return true;
+  }
+  return false;
+}
+
+// Length of the valid UTF-8 sequence at p (2-4), or 0 when it is not one. A sequence cut
+// by the end of the block counts as valid: the block boundary is arbitrary.
+size_t utf8_length(const unsigned char* p, size_t avail) {
+  const unsigned char c = p[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  const size_t have = std::min(len, avail);
+  for (size_t i = 1; i < have; ++i) {
+    const unsigned char lo_i = i == 1 ? lo : 0x80, hi_i = i == 1 ? hi : 0xBF;
+    if (p[i] < lo_i || p[i] > hi_i) return 0;
+  }
+  return have;
+}
+
+}  // namespace
+
+bool looks_binary(std::string_view block) {
+  if (block.empty()) return false;
+  if (has_binary_signature(block)) return true;
+  const auto* p = reinterpret_cast<const unsigned char*>(block.data());
+  const size_t n = block.size();
+  size_t nul = 0, odd = 0;
+  for (size_t i = 0; i < n;) {
+    const unsigned char ch = p[i];
+    if (ch < 0x80) {
+      if (ch == 0) {
+        ++nul;
+        ++odd;
+      } else if (ch == 0x7f || (ch < 0x20 && !(ch >= 0x07 && ch <= 0x0d) && ch != 0x1b)) {
+        // Text controls allowed: BEL, BS, TAB..CR, and ESC for ANSI colours/cursor moves.
+        ++odd;
+      }
+      ++i;
+      continue;
+    }
+    const size_t len = utf8_length(p + i, n - i);
+    if (len == 0) {
+      ++odd;
+      ++i;
+    } else {
+      i += len;
+    }
+  }
+  return nul * 10 > n || odd * 10 > n * 3;
+}
+
+InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
+                        const ReadOptions& options) {
+  InputReport report;
+  Context c{sink, options, report, {}, 0, false};
+  c.buffer.resize(std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (c.stopped) {
+      c.note("read limit of " + format_size(options.max_total_bytes) + " reached; " +
+             std::to_string(inputs.size() - i) + " more input(s) not read");
+      break;
+    }
+    read_input(c, inputs[i]);
+  }
+  return report;
+}
+
+}  // namespace ff::io

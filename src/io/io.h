@@ -1,0 +1,72 @@
+// io/io.h — byte sources: the only module that opens files.
+//
+// read_inputs() expands what the user named (files, directories, compressed files,
+// tar bundles, "-" for stdin) into *sources* — one logical log each — and streams each
+// source's bytes to a ByteSink in a deterministic order (inputs in the order given;
+// directory entries and archive members sorted by name). Several inputs form one job.
+//
+//   struct Collect : io::ByteSink { ... };
+//   Collect sink;
+//   io::InputReport rep = io::read_inputs({"logs/", "node1.log.gz"}, sink, {});
+//   for (const Error& e : rep.errors) fmt::print(stderr, "{}\n", e.to_string());
+//
+// Failure behaviour: nothing here aborts the run. A missing or unreadable input, a
+// binary file, a truncated archive are recorded in InputReport::errors (with the path)
+// and the other inputs are still read. A source that fails midway has already delivered
+// the bytes read before the failure, and end() receives the error.
+// Thread-safety: read_inputs() is reentrant; the sink is called from the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ff::io {
+
+struct SourceInfo {
+  // What the user sees: the path as given, or "bundle.tar.gz:node1/rank3.log" for an
+  // archive member, or "<stdin>".
+  std::string name;
+  // Size on disk (compressed size for compressed files); 0 when unknown (stdin, FIFOs).
+  uint64_t size_hint = 0;
+  // "plain", "gzip", "zstd", "xz", "bzip2", "tar", "tar+gzip", ... (for messages and stats).
+  std::string encoding;
+};
+
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual void begin(const SourceInfo& source) = 0;
+  // Called with consecutive pieces of the source's (decompressed) bytes. Chunk
+  // boundaries are arbitrary: a line can be split across calls.
+  virtual void data(std::string_view chunk) = 0;
+  // Called once per begin(); status is not ok when reading failed midway (the bytes
+  // delivered before stay valid).
+  virtual void end(const SourceInfo& source, const Status& status) = 0;
+};
+
+struct ReadOptions {
+  size_t chunk_size = 1 << 20;                      // bytes per data() call at most
+  uint64_t max_total_bytes = 256ull << 30;          // decompressed bytes over all sources (tar/zip bombs)
+  uint64_t max_archive_members = 100000;            // members read from one archive
+  bool skip_binary = true;                          // skip sources whose first block is binary
+};
+
+struct InputReport {
+  int sources_read = 0;          // sources that delivered at least begin()/end()
+  uint64_t bytes_read = 0;       // decompressed bytes delivered to the sink
+  std::vector<Error> errors;     // one per problem, with the path in Error::where.file
+  std::vector<std::string> notes;  // non-error remarks ("skipped binary file x.pt")
+};
+
+InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
+                        const ReadOptions& options = {});
+
+// True when the block looks like binary data rather than text (NUL-heavy or mostly
+// non-printable). A few stray NULs or invalid UTF-8 bytes in a log are still text.
+bool looks_binary(std::string_view first_block);
+
+}  // namespace ff::io

@@ -1,0 +1,782 @@
+#include "io/io.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ff::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+struct Source {
+  SourceInfo info;
+  std::string data;
+  size_t calls = 0;
+  size_t max_chunk = 0;
+  bool ended = false;
+  std::optional<Error> error;  // from end()
+};
+
+// Records everything, and checks the begin/data/end protocol as it goes.
+class Collect : public ByteSink {
+ public:
+  std::vector<Source> sources;
+
+  void begin(const SourceInfo& s) override {
+    EXPECT_TRUE(sources.empty() || sources.back().ended) << "begin() before end() of the previous source";
+    sources.push_back(Source{s, {}, 0, 0, false, std::nullopt});
+  }
+  void data(std::string_view chunk) override {
+    ASSERT_FALSE(sources.empty());
+    ASSERT_FALSE(sources.back().ended) << "data() after end()";
+    EXPECT_FALSE(chunk.empty());
+    sources.back().data.append(chunk);
+    sources.back().calls++;
+    sources.back().max_chunk = std::max(sources.back().max_chunk, chunk.size());
+  }
+  void end(const SourceInfo& s, const Status& st) override {
+    ASSERT_FALSE(sources.empty());
+    EXPECT_FALSE(sources.back().ended);
+    EXPECT_EQ(s.name, sources.back().info.name);
+    sources.back().ended = true;
+    if (!st.ok()) sources.back().error = st.error();
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const Source& s : sources) out.push_back(s.info.name);
+    return out;
+  }
+};
+
+// A log-like text: timestamps, ANSI colours, a progress bar, non-ASCII.
+std::string make_log(int lines, int seed = 0) {
+  std::string s;
+  for (int i = 0; i < lines; ++i) {
+    s += "2024-05-01 12:00:" + std::to_string(10 + (i + seed) % 50) + " [rank" + std::to_string(i % 8) +
+         "] \x1b[32mINFO\x1b[0m step " + std::to_string(i) + " loss=" + std::to_string(1.0 / (i + 1 + seed)) +
+         (i % 7 == 0 ? " █████▌    57% ✓" : "") + "\n";
+  }
+  return s;
+}
+
+// Deterministic pseudo-random bytes (incompressible, binary).
+std::string random_bytes(size_t n, uint32_t seed = 12345) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    s[i] = static_cast<char>(seed >> 24);
+  }
+  return s;
+}
+
+void write_file(const fs::path& p, std::string_view bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream f(p, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << p;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool have_tool(const char* tool) {
+  return std::system(("command -v " + std::string(tool) + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+void sh(const std::string& cmd) { ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd; }
+
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ff_io_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override {
+    // Tests may leave unreadable files behind.
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir_, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    }
+    fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& rel) const { return (dir_ / rel).string(); }
+  // Runs a shell command inside the temp dir.
+  void in_dir(const std::string& cmd) const { sh("cd '" + dir_.string() + "' && " + cmd); }
+
+  fs::path dir_;
+};
+
+// ---------------------------------------------------------------------------------------
+// looks_binary
+
+TEST(LooksBinary, EmptyIsText) { EXPECT_FALSE(looks_binary("")); }
+
+TEST(LooksBinary, LogsWithEscapesProgressBarsAndUtf8AreText) {
+  EXPECT_FALSE(looks_binary(make_log(100)));
+  EXPECT_FALSE(looks_binary("Epoch 1: 100%|██████████| 938/938 [00:12<00:00, 77.1it/s]\r\n"));
+  EXPECT_FALSE(looks_binary("\x1b[1;31mERROR\x1b[0m \x1b[2K\rstep 5\tloss 0.1\f\n"));
+  EXPECT_FALSE(looks_binary("日本語のログ 🚀 ok\n"));
+}
+
+TEST(LooksBinary, AFewNulsOrInvalidBytesAreStillText) {
+  std::string log = make_log(50);
+  log[100] = '\0';
+  log[2000] = '\0';
+  log[300] = '\xff';
+  log[301] = '\xfe';
+  log[4000] = '\x01';
+  EXPECT_FALSE(looks_binary(log));
+  // Latin-1 text (invalid UTF-8 here and there).
+  EXPECT_FALSE(looks_binary("caf\xe9 na\xefve r\xe9sum\xe9 - the rest of the line is ascii\n"));
+}
+
+TEST(LooksBinary, UtfSequenceCutAtBlockEndIsText) {
+  std::string s = "progress ██";
+  s.pop_back();  // leaves a truncated 3-byte sequence at the end
+  EXPECT_FALSE(looks_binary(s));
+}
+
+TEST(LooksBinary, RandomAndNulHeavyDataIsBinary) {
+  EXPECT_TRUE(looks_binary(random_bytes(8192)));
+  std::string nul_heavy = make_log(20);
+  for (size_t i = 0; i < nul_heavy.size(); i += 5) nul_heavy[i] = '\0';  // 20% NUL
+  EXPECT_TRUE(looks_binary(nul_heavy));
+  EXPECT_TRUE(looks_binary(std::string(4096, '\0')));
+  // 35% control bytes, no NUL.
+  std::string ctrl;
+  for (int i = 0; i < 1000; ++i) ctrl += (i % 20 < 7) ? '\x02' : 'a';
+  EXPECT_TRUE(looks_binary(ctrl));
+}
+
+TEST(LooksBinary, CheckpointFormatsThatLookLikeTextAreBinary) {
+  EXPECT_TRUE(looks_binary(std::string("PK\x03\x04") + "archive/data.pklarchive/version" + make_log(5)));
+  std::string safetensors("\x58\x3e\x00\x00\x00\x00\x00\x00", 8);
+  safetensors += "{\"__metadata__\":{\"format\":\"pt\"},\"model.embed.weight\":{\"dtype\":\"BF16\"}}";
+  EXPECT_TRUE(looks_binary(safetensors));
+  EXPECT_TRUE(looks_binary(std::string("\x80\x02") + "ctorch._utils\n_rebuild_tensor_v2\n"));
+  EXPECT_TRUE(looks_binary(std::string("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False}")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Plain files
+
+TEST_F(IoTest, PlainFile) {
+  const std::string log = make_log(1000);
+  write_file(path("train.log"), log);
+  Collect sink;
+  InputReport rep = read_inputs({path("train.log")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 1u);
+  const Source& s = sink.sources[0];
+  EXPECT_EQ(s.info.name, path("train.log"));
+  EXPECT_EQ(s.info.encoding, "plain");
+  EXPECT_EQ(s.info.size_hint, log.size());
+  EXPECT_EQ(s.data, log);
+  EXPECT_TRUE(s.ended);
+  EXPECT_FALSE(s.error);
+  EXPECT_EQ(rep.sources_read, 1);
+  EXPECT_EQ(rep.bytes_read, log.size());
+}
+
+TEST_F(IoTest, LargePlainFileIsChunkedByChunkSize) {
+  const std::string log = make_log(40000);  // ~3 MB
+  write_file(path("big.log"), log);
+  Collect sink;
+  ReadOptions opt;
+  opt.chunk_size = 256 * 1024;
+  InputReport rep = read_inputs({path("big.log")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, log);
+  EXPECT_LE(sink.sources[0].max_chunk, opt.chunk_size);
+  EXPECT_GE(sink.sources[0].calls, log.size() / opt.chunk_size);
+  EXPECT_EQ(rep.bytes_read, log.size());
+}
+
+TEST_F(IoTest, TinyChunkSizeReassemblesIdentically) {
+  const std::string log = make_log(300);
+  write_file(path("a.log"), log);
+  in_dir("gzip -k a.log");
+  for (const char* name : {"a.log", "a.log.gz"}) {
+    Collect sink;
+    ReadOptions opt;
+    opt.chunk_size = 7;
+    InputReport rep = read_inputs({path(name)}, sink, opt);
+    EXPECT_TRUE(rep.errors.empty()) << name;
+    ASSERT_EQ(sink.sources.size(), 1u) << name;
+    EXPECT_EQ(sink.sources[0].data, log) << name;
+    EXPECT_LE(sink.sources[0].max_chunk, 7u) << name;
+    EXPECT_GE(sink.sources[0].calls, log.size() / 7) << name;
+  }
+}
+
+TEST_F(IoTest, EmptyFileIsOneEmptySource) {
+  write_file(path("empty.log"), "");
+  Collect sink;
+  InputReport rep = read_inputs({path("empty.log")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, "");
+  EXPECT_EQ(sink.sources[0].calls, 0u);
+  EXPECT_TRUE(sink.sources[0].ended);
+  EXPECT_FALSE(sink.sources[0].error);
+  EXPECT_EQ(rep.sources_read, 1);
+}
+
+TEST_F(IoTest, InputsAreStreamedInTheOrderGiven) {
+  write_file(path("b.log"), "bee\n");
+  write_file(path("a.log"), "ay\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("b.log"), path("a.log")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("b.log"), path("a.log")}));
+  EXPECT_EQ(rep.bytes_read, 7u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Compression
+
+TEST_F(IoTest, GzipZstdXzBzip2GiveIdenticalBytes) {
+  // Bigger than every internal buffer, so refills and output-full paths are exercised.
+  const std::string log = make_log(6000);
+  write_file(path("log.txt"), log);
+  in_dir("gzip -c log.txt > log.gz && zstd -q -c log.txt > log.zst && xz -c log.txt > log.xz");
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"log.gz", "gzip"}, {"log.zst", "zstd"}, {"log.xz", "xz"}};
+  if (have_tool("bzip2")) {
+    in_dir("bzip2 -c log.txt > log.bz2");
+    cases.emplace_back("log.bz2", "bzip2");
+  }
+  for (const auto& [name, encoding] : cases) {
+    Collect sink;
+    InputReport rep = read_inputs({path(name)}, sink);
+    EXPECT_TRUE(rep.errors.empty()) << name << ": " << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+    ASSERT_EQ(sink.sources.size(), 1u) << name;
+    EXPECT_EQ(sink.sources[0].info.name, path(name));
+    EXPECT_EQ(sink.sources[0].info.encoding, encoding);
+    EXPECT_EQ(sink.sources[0].info.size_hint, fs::file_size(path(name))) << "compressed size";
+    EXPECT_TRUE(sink.sources[0].data == log) << name << " differs (" << sink.sources[0].data.size() << " vs "
+                                             << log.size() << " bytes)";
+    EXPECT_EQ(rep.bytes_read, log.size()) << name;
+  }
+}
+
+TEST_F(IoTest, CompressionIsDetectedByMagicNotExtension) {
+  const std::string log = make_log(50);
+  write_file(path("src.txt"), log);
+  in_dir("gzip -c src.txt > rank0.log && zstd -q -c src.txt > rank1.txt");
+  Collect sink;
+  InputReport rep = read_inputs({path("rank0.log"), path("rank1.txt")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 2u);
+  EXPECT_EQ(sink.sources[0].info.encoding, "gzip");
+  EXPECT_EQ(sink.sources[0].data, log);
+  EXPECT_EQ(sink.sources[1].info.encoding, "zstd");
+  EXPECT_EQ(sink.sources[1].data, log);
+}
+
+TEST_F(IoTest, ConcatenatedStreamsDecodeAsOne) {
+  const std::string a = make_log(100, 1), b = make_log(80, 2);
+  write_file(path("a"), a);
+  write_file(path("b"), b);
+  in_dir("gzip -c a > ab.gz && gzip -c b >> ab.gz && zstd -q -c a > ab.zst && zstd -q -c b >> ab.zst"
+         " && xz -c a > ab.xz && xz -c b >> ab.xz");
+  for (const char* name : {"ab.gz", "ab.zst", "ab.xz"}) {
+    Collect sink;
+    InputReport rep = read_inputs({path(name)}, sink);
+    EXPECT_TRUE(rep.errors.empty()) << name;
+    ASSERT_EQ(sink.sources.size(), 1u);
+    EXPECT_EQ(sink.sources[0].data, a + b) << name;
+  }
+}
+
+TEST_F(IoTest, EmptyCompressedFilesAreEmptySources) {
+  write_file(path("e"), "");
+  in_dir("gzip -c e > e.gz && zstd -q -c e > e.zst && xz -c e > e.xz");
+  std::vector<std::string> names = {"e.gz", "e.zst", "e.xz"};
+  if (have_tool("bzip2")) {
+    in_dir("bzip2 -c e > e.bz2");
+    names.push_back("e.bz2");
+  }
+  for (const std::string& name : names) {
+    Collect sink;
+    InputReport rep = read_inputs({path(name)}, sink);
+    EXPECT_TRUE(rep.errors.empty()) << name << ": " << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+    ASSERT_EQ(sink.sources.size(), 1u) << name;
+    EXPECT_EQ(sink.sources[0].data, "");
+    EXPECT_FALSE(sink.sources[0].error) << name;
+  }
+}
+
+TEST_F(IoTest, TruncatedGzipDeliversThePrefixThenReportsTruncation) {
+  // Small enough that everything fits in one decoder output block: libarchive's filter
+  // would deliver nothing here; we must deliver most of the log.
+  const std::string log = make_log(400);
+  write_file(path("src"), log);
+  in_dir("gzip -c src > full.gz");
+  const std::string gz = read_file(path("full.gz"));
+  write_file(path("cut.gz"), gz.substr(0, gz.size() * 2 / 3));
+  Collect sink;
+  InputReport rep = read_inputs({path("cut.gz")}, sink);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  const Source& s = sink.sources[0];
+  EXPECT_GT(s.data.size(), log.size() / 2) << "the decodable prefix is delivered";
+  EXPECT_LT(s.data.size(), log.size());
+  EXPECT_EQ(log.compare(0, s.data.size(), s.data), 0) << "delivered bytes are a prefix of the log";
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->code, ErrorCode::kTruncated);
+  EXPECT_EQ(s.error->where.file, path("cut.gz"));
+  EXPECT_EQ(s.error->message,
+            "truncated gzip stream after " + std::to_string(s.data.size()) + " bytes: unexpected end of file");
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kTruncated);
+  EXPECT_EQ(rep.errors[0].where.file, path("cut.gz"));
+  EXPECT_EQ(rep.bytes_read, s.data.size());
+}
+
+TEST_F(IoTest, TruncatedZstdAndXzDeliverThePrefix) {
+  // zstd decodes whole blocks (128 KiB of output), so take a log of many blocks.
+  const std::string log = make_log(20000);
+  write_file(path("src"), log);
+  in_dir("zstd -q -c src > full.zst && xz -c src > full.xz");
+  for (const char* name : {"full.zst", "full.xz"}) {
+    const std::string packed = read_file(path(name));
+    const std::string cut = std::string("cut_") + name;
+    write_file(path(cut), packed.substr(0, packed.size() / 2));
+    Collect sink;
+    InputReport rep = read_inputs({path(cut)}, sink);
+    ASSERT_EQ(sink.sources.size(), 1u) << name;
+    const Source& s = sink.sources[0];
+    EXPECT_GT(s.data.size(), log.size() / 4) << name;
+    EXPECT_EQ(log.compare(0, s.data.size(), s.data), 0) << name;
+    ASSERT_TRUE(s.error) << name;
+    EXPECT_EQ(s.error->code, ErrorCode::kTruncated) << name;
+    ASSERT_EQ(rep.errors.size(), 1u);
+    EXPECT_EQ(rep.errors[0].where.file, path(cut));
+  }
+}
+
+TEST_F(IoTest, TruncatedBzip2IsReported) {
+  if (!have_tool("bzip2")) GTEST_SKIP() << "bzip2 not installed";
+  write_file(path("src"), make_log(3000));
+  in_dir("bzip2 -c src > full.bz2");
+  const std::string packed = read_file(path("full.bz2"));
+  write_file(path("cut.bz2"), packed.substr(0, packed.size() / 2));
+  Collect sink;
+  InputReport rep = read_inputs({path("cut.bz2")}, sink);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kTruncated) << rep.errors[0].to_string();
+  EXPECT_EQ(rep.errors[0].where.file, path("cut.bz2"));
+}
+
+TEST_F(IoTest, CorruptGzipMidwayDeliversWhatDecodedAndFails) {
+  const std::string log = make_log(3000);
+  write_file(path("src"), log);
+  in_dir("gzip -c src > full.gz");
+  std::string gz = read_file(path("full.gz"));
+  for (size_t i = gz.size() / 2; i < gz.size() / 2 + 64; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+  write_file(path("bad.gz"), gz);
+  Collect sink;
+  InputReport rep = read_inputs({path("bad.gz")}, sink);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  const Source& s = sink.sources[0];
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->code, ErrorCode::kTruncated);
+  EXPECT_NE(s.error->message.find("corrupt gzip stream after"), std::string::npos) << s.error->message;
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].where.file, path("bad.gz"));
+  // Deflate checks little until the trailer: the bytes delivered before the damage match.
+  EXPECT_GT(s.data.size(), 0u);
+  const size_t good = std::min(s.data.size(), log.size() / 4);
+  EXPECT_EQ(log.compare(0, good, s.data, 0, good), 0);
+}
+
+TEST_F(IoTest, FileWithGzipMagicThatIsNotGzipIsAFormatError) {
+  write_file(path("fake.log"), std::string("\x1f\x8b") + "this is not gzip at all\n");
+  write_file(path("ok.log"), "fine\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("fake.log"), path("ok.log")}, sink);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kFormat);
+  EXPECT_EQ(rep.errors[0].where.file, path("fake.log"));
+  EXPECT_NE(rep.errors[0].message.find("not a valid gzip stream"), std::string::npos) << rep.errors[0].message;
+  // The bad input is not a source; the next input is still read.
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, "fine\n");
+}
+
+TEST_F(IoTest, BzhTextIsNotMistakenForBzip2) {
+  write_file(path("a.log"), "BZh is how this log line starts\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("a.log")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].info.encoding, "plain");
+}
+
+TEST_F(IoTest, ExpandedSizeLimitStopsTheSourceAndTheRest) {
+  const std::string log = make_log(200);
+  write_file(path("src"), log);
+  in_dir("gzip -c src > a.gz");
+  write_file(path("b.log"), "never read\n");
+  Collect sink;
+  ReadOptions opt;
+  opt.max_total_bytes = 1000;
+  opt.chunk_size = 300;
+  InputReport rep = read_inputs({path("a.gz"), path("b.log")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, log.substr(0, 1000));
+  ASSERT_TRUE(sink.sources[0].error);
+  EXPECT_EQ(sink.sources[0].error->code, ErrorCode::kLimit);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kLimit);
+  EXPECT_EQ(rep.errors[0].where.file, path("a.gz"));
+  EXPECT_NE(rep.errors[0].message.find("expanded size exceeds the limit of 1000 bytes"), std::string::npos)
+      << rep.errors[0].message;
+  EXPECT_EQ(rep.bytes_read, 1000u);
+  ASSERT_EQ(rep.notes.size(), 1u);
+  EXPECT_NE(rep.notes[0].find("1 more input(s) not read"), std::string::npos) << rep.notes[0];
+}
+
+// ---------------------------------------------------------------------------------------
+// Tar
+
+TEST_F(IoTest, TarGzMembersAreSourcesInArchiveOrder) {
+  const std::string l0 = make_log(100, 0), l1 = make_log(200, 1), l2 = make_log(50, 2);
+  write_file(path("b/node0.log"), l0);
+  write_file(path("b/node1/rank3.log"), l1);
+  write_file(path("b/a_last.log"), l2);
+  in_dir("tar -czf bundle.tar.gz -C b node0.log node1/rank3.log a_last.log");
+  Collect sink;
+  InputReport rep = read_inputs({path("bundle.tar.gz")}, sink);
+  EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+  const std::string a = path("bundle.tar.gz");
+  ASSERT_EQ(sink.names(), (std::vector<std::string>{a + ":node0.log", a + ":node1/rank3.log", a + ":a_last.log"}));
+  EXPECT_EQ(sink.sources[0].data, l0);
+  EXPECT_EQ(sink.sources[1].data, l1);
+  EXPECT_EQ(sink.sources[2].data, l2);
+  for (const Source& s : sink.sources) {
+    EXPECT_EQ(s.info.encoding, "tar+gzip");
+    EXPECT_FALSE(s.error);
+  }
+  EXPECT_EQ(sink.sources[1].info.size_hint, l1.size());
+  EXPECT_EQ(rep.sources_read, 3);
+  EXPECT_EQ(rep.bytes_read, l0.size() + l1.size() + l2.size());
+}
+
+TEST_F(IoTest, TarSkipsDirectoriesHiddenAndBinaryMembersAndDecompressesMembers) {
+  const std::string l0 = make_log(30, 0), l1 = make_log(40, 1);
+  write_file(path("b/logs/x.log"), l0);
+  write_file(path("b/logs/.DS_Store"), "hidden\n");
+  write_file(path("b/ckpt/model.pt"), random_bytes(20000));
+  write_file(path("b/rotated.log"), l1);
+  in_dir("gzip b/rotated.log && tar -cf all.tar -C b ./logs ./ckpt ./rotated.log.gz");
+  Collect sink;
+  InputReport rep = read_inputs({path("all.tar")}, sink);
+  EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+  const std::string a = path("all.tar");
+  ASSERT_EQ(sink.names(), (std::vector<std::string>{a + ":logs/x.log", a + ":rotated.log.gz"}));
+  EXPECT_EQ(sink.sources[0].data, l0);
+  EXPECT_EQ(sink.sources[0].info.encoding, "tar");
+  EXPECT_EQ(sink.sources[1].data, l1);
+  EXPECT_EQ(sink.sources[1].info.encoding, "gzip+tar");
+  ASSERT_EQ(rep.notes.size(), 1u);
+  EXPECT_EQ(rep.notes[0], "skipped binary archive member " + a + ":ckpt/model.pt");
+}
+
+TEST_F(IoTest, TruncatedTarGzDeliversEarlierMembersAndReportsTheCutOne) {
+  const std::string l0 = make_log(300, 0), l1 = make_log(3000, 1);
+  write_file(path("b/first.log"), l0);
+  write_file(path("b/second.log"), l1);
+  in_dir("tar -czf t.tar.gz -C b first.log second.log");
+  const std::string packed = read_file(path("t.tar.gz"));
+  write_file(path("cut.tar.gz"), packed.substr(0, packed.size() * 3 / 4));
+  Collect sink;
+  InputReport rep = read_inputs({path("cut.tar.gz")}, sink);
+  const std::string a = path("cut.tar.gz");
+  ASSERT_EQ(sink.sources.size(), 2u);
+  EXPECT_EQ(sink.sources[0].info.name, a + ":first.log");
+  EXPECT_EQ(sink.sources[0].data, l0);
+  EXPECT_FALSE(sink.sources[0].error);
+  const Source& cut = sink.sources[1];
+  EXPECT_EQ(cut.info.name, a + ":second.log");
+  EXPECT_GT(cut.data.size(), 0u);
+  EXPECT_LT(cut.data.size(), l1.size());
+  EXPECT_EQ(l1.compare(0, cut.data.size(), cut.data), 0);
+  ASSERT_TRUE(cut.error);
+  EXPECT_EQ(cut.error->code, ErrorCode::kTruncated);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kTruncated);
+  EXPECT_EQ(rep.errors[0].where.file, a + ":second.log");
+}
+
+TEST_F(IoTest, ArchiveMemberLimit) {
+  for (int i = 0; i < 5; ++i) write_file(path("m/f" + std::to_string(i) + ".log"), "x\n");
+  in_dir("tar -cf m.tar -C m f0.log f1.log f2.log f3.log f4.log");
+  Collect sink;
+  ReadOptions opt;
+  opt.max_archive_members = 2;
+  InputReport rep = read_inputs({path("m.tar")}, sink, opt);
+  EXPECT_EQ(sink.sources.size(), 2u);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kLimit);
+  EXPECT_EQ(rep.errors[0].where.file, path("m.tar"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Directories
+
+TEST_F(IoTest, DirectorySortedSkipsBinaryWithNoteAndIgnoresHidden) {
+  write_file(path("run/b.log"), "bee\n");
+  write_file(path("run/a.log"), "ay\n");
+  write_file(path("run/model.pt"), random_bytes(50000));
+  write_file(path("run/.hidden.log"), "hidden\n");
+  write_file(path("run/.git/config"), "hidden dir\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("run")}, sink);
+  EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+  ASSERT_EQ(sink.names(), (std::vector<std::string>{path("run/a.log"), path("run/b.log")}));
+  EXPECT_EQ(sink.sources[0].data, "ay\n");
+  EXPECT_EQ(sink.sources[1].data, "bee\n");
+  ASSERT_EQ(rep.notes.size(), 1u);
+  EXPECT_EQ(rep.notes[0], "skipped binary file " + path("run/model.pt"));
+}
+
+TEST_F(IoTest, TrailingSlashGivesCleanNames) {
+  write_file(path("run/a.log"), "ay\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("run") + "/"}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("run/a.log")}));
+}
+
+TEST_F(IoTest, NestedDirectoriesDepthFirstByName) {
+  write_file(path("r/c/d/e.log"), "e\n");
+  write_file(path("r/b.log"), "b\n");
+  write_file(path("r/a/x.log"), "x\n");
+  write_file(path("r/a.log"), "a\n");
+  write_file(path("r/a/y.log.gz.src"), "y\n");
+  in_dir("gzip -c r/a/y.log.gz.src > r/a/y.log.gz && rm r/a/y.log.gz.src");
+  Collect sink;
+  InputReport rep = read_inputs({path("r")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/a/x.log"), path("r/a/y.log.gz"), path("r/a.log"),
+                                                     path("r/b.log"), path("r/c/d/e.log")}));
+  EXPECT_EQ(sink.sources[1].data, "y\n");
+  EXPECT_EQ(sink.sources[1].info.encoding, "gzip");
+}
+
+TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowed) {
+  write_file(path("r/sub/x.log"), "x\n");
+  write_file(path("outside.log"), "outside\n");
+  fs::create_directory_symlink("..", path("r/sub/up"));    // loop back to r
+  fs::create_directory_symlink(".", path("r/self"));       // loop to itself
+  fs::create_symlink(path("outside.log"), path("r/link.log"));
+  fs::create_symlink(path("nowhere"), path("r/dangling.log"));
+  Collect sink;
+  InputReport rep = read_inputs({path("r")}, sink);
+  EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/link.log"), path("r/sub/x.log")}));
+  EXPECT_EQ(sink.sources[0].data, "outside\n");
+  bool loop_note = false, dangling_note = false;
+  for (const std::string& n : rep.notes) {
+    loop_note |= n.find("already visited") != std::string::npos;
+    dangling_note |= n == "skipped broken symbolic link " + path("r/dangling.log");
+  }
+  EXPECT_TRUE(loop_note);
+  EXPECT_TRUE(dangling_note);
+}
+
+TEST_F(IoTest, EmptyDirectoryIsAnError) {
+  fs::create_directories(path("empty"));
+  Collect sink;
+  InputReport rep = read_inputs({path("empty")}, sink);
+  EXPECT_TRUE(sink.sources.empty());
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kNotFound);
+  EXPECT_EQ(rep.errors[0].message, "no log files in directory");
+  EXPECT_EQ(rep.errors[0].where.file, path("empty"));
+}
+
+TEST_F(IoTest, DirectoryOfOnlyBinaryFilesIsAnError) {
+  write_file(path("ckpt/model.pt"), random_bytes(10000));
+  Collect sink;
+  InputReport rep = read_inputs({path("ckpt")}, sink);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kNotFound);
+  EXPECT_EQ(rep.errors[0].message, "no log files in directory (1 binary files skipped)");
+}
+
+TEST_F(IoTest, FifoInsideADirectoryIsSkipped) {
+  write_file(path("r/a.log"), "a\n");
+  if (::mkfifo(path("r/pipe").c_str(), 0600) != 0) GTEST_SKIP() << "mkfifo not supported here";
+  Collect sink;
+  InputReport rep = read_inputs({path("r")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/a.log")}));
+  ASSERT_EQ(rep.notes.size(), 1u);
+  EXPECT_EQ(rep.notes[0], "skipped " + path("r/pipe") + ": not a regular file");
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+TEST_F(IoTest, MissingFileIsNotFoundAndOthersAreStillRead) {
+  write_file(path("ok.log"), "ok\n");
+  Collect sink;
+  InputReport rep = read_inputs({path("missing.log"), path("ok.log")}, sink);
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kNotFound);
+  EXPECT_EQ(rep.errors[0].message, "no such file or directory");
+  EXPECT_EQ(rep.errors[0].where.file, path("missing.log"));
+  EXPECT_EQ(rep.errors[0].to_string(), path("missing.log") + ": no such file or directory");
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, "ok\n");
+}
+
+TEST_F(IoTest, BinaryFileNamedDirectlyIsAnError) {
+  write_file(path("model.pt"), random_bytes(10000));
+  Collect sink;
+  InputReport rep = read_inputs({path("model.pt")}, sink);
+  EXPECT_TRUE(sink.sources.empty());
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].code, ErrorCode::kFormat);
+  EXPECT_EQ(rep.errors[0].message, "binary file, skipped");
+  EXPECT_EQ(rep.errors[0].where.file, path("model.pt"));
+
+  // With skip_binary off it is delivered as is.
+  Collect all;
+  ReadOptions opt;
+  opt.skip_binary = false;
+  InputReport rep2 = read_inputs({path("model.pt")}, all, opt);
+  EXPECT_TRUE(rep2.errors.empty());
+  ASSERT_EQ(all.sources.size(), 1u);
+  EXPECT_EQ(all.sources[0].data, random_bytes(10000));
+}
+
+// The checks that need an unprivileged user: run them in a child process, dropping to
+// "nobody" when the test runs as root (root reads everything).
+TEST_F(IoTest, PermissionDenied) {
+  write_file(path("r/secret.log"), "secret\n");
+  write_file(path("r/ok.log"), "ok\n");
+  write_file(path("locked/x.log"), "x\n");
+  fs::permissions(path("r/secret.log"), fs::perms::none);
+  fs::permissions(path("locked"), fs::perms::none);
+  fs::permissions(dir_, fs::perms::all);  // let "nobody" reach the fixtures
+
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Child: no gtest assertions here; report through the exit code.
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(77);
+    if (::geteuid() == 0) ::_exit(77);
+    Collect sink;
+    InputReport rep = read_inputs({path("r/secret.log"), path("r"), path("locked")}, sink);
+    // secret.log directly, secret.log in the walk, the locked directory.
+    if (rep.errors.size() != 3) ::_exit(1);
+    for (const Error& e : rep.errors) {
+      if (e.code != ErrorCode::kPermission || e.message != "permission denied") ::_exit(2);
+    }
+    if (rep.errors[0].where.file != path("r/secret.log")) ::_exit(3);
+    if (rep.errors[1].where.file != path("r/secret.log")) ::_exit(4);
+    if (rep.errors[2].where.file != path("locked")) ::_exit(5);
+    if (sink.sources.size() != 1 || sink.sources[0].data != "ok\n") ::_exit(6);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "running as root and cannot drop privileges";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child check failed at step " << WEXITSTATUS(status);
+}
+
+// ---------------------------------------------------------------------------------------
+// Pipes and stdin
+
+TEST_F(IoTest, FifoIsReadLikeStdinAndSniffedForCompression) {
+  const std::string log = make_log(2000);
+  write_file(path("src"), log);
+  in_dir("gzip -c src > src.gz");
+  const std::string gz = read_file(path("src.gz"));
+  for (const std::string* payload : {&log, &gz}) {
+    const std::string fifo = path("fifo");
+    fs::remove(fifo);
+    if (::mkfifo(fifo.c_str(), 0600) != 0) GTEST_SKIP() << "mkfifo not supported here";
+    // The writer dribbles the bytes in small pieces, so reads return short.
+    std::thread writer([&] {
+      int fd = ::open(fifo.c_str(), O_WRONLY);
+      if (fd < 0) return;
+      for (size_t off = 0; off < payload->size(); off += 1000) {
+        size_t n = std::min<size_t>(1000, payload->size() - off);
+        if (::write(fd, payload->data() + off, n) != static_cast<ssize_t>(n)) break;
+      }
+      ::close(fd);
+    });
+    Collect sink;
+    InputReport rep = read_inputs({fifo}, sink);
+    writer.join();
+    EXPECT_TRUE(rep.errors.empty());
+    ASSERT_EQ(sink.sources.size(), 1u);
+    EXPECT_EQ(sink.sources[0].info.name, fifo);
+    EXPECT_EQ(sink.sources[0].info.size_hint, 0u);
+    EXPECT_EQ(sink.sources[0].info.encoding, payload == &log ? "plain" : "gzip");
+    EXPECT_TRUE(sink.sources[0].data == log);
+  }
+}
+
+TEST_F(IoTest, StdinIsSniffedForCompression) {
+  const std::string log = make_log(500);
+  write_file(path("src"), log);
+  in_dir("zstd -q -c src > src.zst");
+  const std::string zst = read_file(path("src.zst"));
+
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    (void)!::write(fds[1], zst.data(), zst.size());
+    ::close(fds[1]);
+  });
+  const int saved = ::dup(STDIN_FILENO);
+  ASSERT_GE(saved, 0);
+  ASSERT_EQ(::dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+  ::close(fds[0]);
+  Collect sink;
+  InputReport rep = read_inputs({"-"}, sink);
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  writer.join();
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].info.name, "<stdin>");
+  EXPECT_EQ(sink.sources[0].info.encoding, "zstd");
+  EXPECT_EQ(sink.sources[0].info.size_hint, 0u);
+  EXPECT_EQ(sink.sources[0].data, log);
+}
+
+}  // namespace
+}  // namespace ff::io

@@ -1,0 +1,391 @@
+#include "kb/kb.h"
+
+#include <re2/re2.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/strings.h"
+
+namespace ff::kb {
+
+const char* role_name(Role role) {
+  switch (role) {
+    case Role::kRoot: return "root";
+    case Role::kCollateral: return "collateral";
+    case Role::kSymptom: return "symptom";
+    case Role::kContext: return "context";
+  }
+  return "root";
+}
+
+const std::vector<std::string>& categories() {
+  static const std::vector<std::string> kCats = {
+      "gpu-memory", "host-memory", "numerical", "communication", "hardware",
+      "cuda-runtime", "checkpoint", "configuration", "data-pipeline", "launcher",
+      "storage", "compilation", "model-code", "hang"};
+  return kCats;
+}
+
+const std::vector<std::string>& phases() {
+  static const std::vector<std::string> kPhases = {
+      "startup", "data-loading", "forward", "backward", "optimizer-step", "checkpoint",
+      "communication", "evaluation", "shutdown", "serving", "any"};
+  return kPhases;
+}
+
+const Entry* KnowledgeBase::find(std::string_view id) const {
+  auto it = by_id_.find(std::string(id));
+  return it == by_id_.end() ? nullptr : &entries[it->second];
+}
+
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// Collects the errors of one file; every check adds a located message and carries on.
+struct FileChecker {
+  const std::string& path;
+  std::vector<Error>& errors;
+  bool failed = false;
+
+  void fail(const YAML::Node& at, const std::string& field, const std::string& message) {
+    int line = at.IsDefined() ? at.Mark().line + 1 : 0;
+    errors.push_back(make_error(ErrorCode::kInvalidKb, message, {path, line > 0 ? line : 0, field}));
+    failed = true;
+  }
+
+  std::string str(const YAML::Node& map, const char* key, bool required) {
+    YAML::Node n = map[key];
+    if (!n || n.IsNull()) {
+      if (required) fail(map, key, "missing required field");
+      return {};
+    }
+    if (!n.IsScalar()) {
+      fail(n, key, "must be a string");
+      return {};
+    }
+    std::string v = n.as<std::string>();
+    if (required && trim(v).empty()) fail(n, key, "must not be empty");
+    return v;
+  }
+
+  std::vector<std::string> list(const YAML::Node& map, const char* key, bool required) {
+    std::vector<std::string> out;
+    YAML::Node n = map[key];
+    if (!n || n.IsNull()) {
+      if (required) fail(map, key, "missing required field");
+      return out;
+    }
+    if (!n.IsSequence()) {
+      fail(n, key, "must be a list");
+      return out;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) {
+        fail(n[i], std::string(key) + "[" + std::to_string(i) + "]", "must be a string");
+        continue;
+      }
+      out.push_back(n[i].as<std::string>());
+    }
+    if (required && out.empty()) fail(n, key, "must not be empty");
+    return out;
+  }
+};
+
+std::string escape_literal(std::string_view lit) { return RE2::QuoteMeta(std::string(lit)); }
+
+// Checks that a regex is in the subset both RE2 and Vectorscan accept.
+std::string check_regex(const std::string& rx) {
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  RE2 re(rx, opts);
+  if (!re.ok()) return "regex does not compile: " + re.error();
+  static const char* kUnsupported[] = {"(?=", "(?!", "(?<=", "(?<!", "(?>", "\\K", "\\Z", "\\z"};
+  for (const char* bad : kUnsupported) {
+    if (rx.find(bad) != std::string::npos) return std::string("regex uses unsupported construct ") + bad;
+  }
+  RE2 empty_probe(rx, opts);
+  if (RE2::PartialMatch("", empty_probe)) return "regex matches the empty string, so it would match every line";
+  return {};
+}
+
+Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok) {
+  FileChecker c{path, errors};
+  Entry e;
+  e.file = path;
+  if (!doc.IsMap()) {
+    c.fail(doc, "", "an entry must be a YAML mapping");
+    ok = false;
+    return e;
+  }
+  e.id = c.str(doc, "id", true);
+  if (!e.id.empty()) {
+    bool good = std::all_of(e.id.begin(), e.id.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+    });
+    if (!good) c.fail(doc["id"], "id", "must use only a-z, 0-9, '.', '-', '_'");
+  }
+  e.title = c.str(doc, "title", true);
+  e.category = c.str(doc, "category", true);
+  if (!e.category.empty() && !contains(categories(), e.category))
+    c.fail(doc["category"], "category", "unknown category '" + e.category + "'");
+  e.severity = c.str(doc, "severity", true);
+  if (!e.severity.empty() && !contains({"fatal", "error", "warning", "info"}, e.severity))
+    c.fail(doc["severity"], "severity", "must be fatal, error, warning or info");
+  e.phase = c.str(doc, "phase", true);
+  if (!e.phase.empty() && !contains(phases(), e.phase))
+    c.fail(doc["phase"], "phase", "unknown lifecycle phase '" + e.phase + "'");
+  e.frameworks = c.list(doc, "frameworks", true);
+  e.tags = c.list(doc, "tags", false);
+  e.summary = c.str(doc, "summary", true);
+  e.root_cause = c.str(doc, "root_cause", true);
+  e.fix = c.list(doc, "fix", true);
+  e.verify = c.str(doc, "verify", true);
+  e.prevention = c.list(doc, "prevention", false);
+  e.related = c.list(doc, "related", false);
+  e.negatives = c.list(doc, "negatives", false);
+
+  YAML::Node pats = doc["patterns"];
+  if (!pats || !pats.IsSequence() || pats.size() == 0) {
+    c.fail(pats ? pats : doc, "patterns", "needs a list of at least one pattern");
+  } else {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < pats.size(); ++i) {
+      const YAML::Node& p = pats[i];
+      std::string field = "patterns[" + std::to_string(i) + "]";
+      if (!p.IsMap()) {
+        c.fail(p, field, "must be a mapping");
+        continue;
+      }
+      Pattern pat;
+      pat.line = p.Mark().line + 1;
+      pat.id = c.str(p, "id", true);
+      if (!pat.id.empty() && !seen.insert(pat.id).second) c.fail(p["id"], field + ".id", "duplicate pattern id '" + pat.id + "'");
+      std::string role = c.str(p, "role", true);
+      if (role == "root") pat.role = Role::kRoot;
+      else if (role == "collateral") pat.role = Role::kCollateral;
+      else if (role == "symptom") pat.role = Role::kSymptom;
+      else if (role == "context") pat.role = Role::kContext;
+      else if (!role.empty()) c.fail(p["role"], field + ".role", "must be root, collateral, symptom or context");
+      bool has_rx = p["regex"].IsDefined(), has_lit = p["literal"].IsDefined();
+      if (has_rx == has_lit) {
+        c.fail(p, field, "needs exactly one of 'regex' or 'literal'");
+        continue;
+      }
+      if (has_lit) {
+        pat.literal = c.str(p, "literal", true);
+        pat.regex = escape_literal(pat.literal);
+      } else {
+        pat.regex = c.str(p, "regex", true);
+      }
+      if (p["priority"]) {
+        try {
+          pat.priority = p["priority"].as<int>();
+        } catch (const YAML::Exception&) {
+          c.fail(p["priority"], field + ".priority", "must be an integer");
+        }
+      }
+      if (!pat.regex.empty()) {
+        std::string why = check_regex(pat.regex);
+        if (!why.empty()) c.fail(p[has_rx ? "regex" : "literal"], field + (has_rx ? ".regex" : ".literal"), why);
+      }
+      e.patterns.push_back(std::move(pat));
+    }
+  }
+
+  YAML::Node syms = doc["symptoms"];
+  if (syms && syms.IsSequence()) {
+    for (size_t i = 0; i < syms.size(); ++i) {
+      if (!syms[i].IsMap()) {
+        c.fail(syms[i], "symptoms[" + std::to_string(i) + "]", "must be a mapping {symptom, why}");
+        continue;
+      }
+      e.symptoms.push_back({c.str(syms[i], "symptom", true), c.str(syms[i], "why", false)});
+    }
+  }
+  YAML::Node refs = doc["references"];
+  if (!refs || !refs.IsSequence() || refs.size() == 0) {
+    c.fail(refs ? refs : doc, "references", "needs at least one reference {url, note}");
+  } else {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].IsScalar()) {
+        e.references.push_back({refs[i].as<std::string>(), ""});
+      } else if (refs[i].IsMap()) {
+        e.references.push_back({c.str(refs[i], "url", true), c.str(refs[i], "note", false)});
+      } else {
+        c.fail(refs[i], "references[" + std::to_string(i) + "]", "must be a URL or {url, note}");
+      }
+    }
+  }
+  YAML::Node code = doc["code_examples"];
+  if (code && code.IsMap()) {
+    for (const auto& kv : code) e.code_examples[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  YAML::Node exs = doc["examples"];
+  if (!exs || !exs.IsSequence() || exs.size() == 0) {
+    c.fail(exs ? exs : doc, "examples", "needs at least one example log snippet");
+  } else {
+    for (size_t i = 0; i < exs.size(); ++i) {
+      Example ex;
+      ex.line = exs[i].Mark().line + 1;
+      if (exs[i].IsScalar()) {
+        ex.text = exs[i].as<std::string>();
+      } else if (exs[i].IsMap()) {
+        ex.text = c.str(exs[i], "text", true);
+        if (exs[i]["captures"] && exs[i]["captures"].IsMap()) {
+          for (const auto& kv : exs[i]["captures"]) ex.captures[kv.first.as<std::string>()] = kv.second.as<std::string>();
+        }
+      } else {
+        c.fail(exs[i], "examples[" + std::to_string(i) + "]", "must be a string or {text, captures}");
+        continue;
+      }
+      e.examples.push_back(std::move(ex));
+    }
+  }
+  ok = !c.failed;
+  return e;
+}
+
+void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase& kb, std::vector<Error>& errors) {
+  FileChecker c{path, errors};
+  if (!doc.IsMap()) {
+    c.fail(doc, "", "a formats file must be a YAML mapping");
+    return;
+  }
+  if (YAML::Node pre = doc["prefixes"]; pre && pre.IsSequence()) {
+    for (size_t i = 0; i < pre.size(); ++i) {
+      std::string field = "prefixes[" + std::to_string(i) + "]";
+      PrefixFormat f;
+      f.line = pre[i].Mark().line + 1;
+      f.id = c.str(pre[i], "id", true);
+      f.regex = c.str(pre[i], "regex", true);
+      f.time_format = c.str(pre[i], "time_format", false);
+      if (pre[i]["consume"]) f.consume = pre[i]["consume"].as<bool>();
+      f.samples = c.list(pre[i], "samples", true);
+      std::string why = f.regex.empty() ? "" : check_regex(f.regex);
+      if (!why.empty()) {
+        c.fail(pre[i]["regex"], field + ".regex", why);
+        continue;
+      }
+      kb.prefixes.push_back(std::move(f));
+    }
+  }
+  if (YAML::Node ex = doc["exceptions"]; ex && ex.IsSequence()) {
+    for (size_t i = 0; i < ex.size(); ++i) {
+      ExceptionRule r{c.str(ex[i], "type", true), c.str(ex[i], "category", true)};
+      if (!contains(categories(), r.category)) {
+        c.fail(ex[i]["category"], "exceptions[" + std::to_string(i) + "].category", "unknown category '" + r.category + "'");
+        continue;
+      }
+      kb.exceptions.push_back(std::move(r));
+    }
+  }
+  if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
+}
+
+bool is_format_path(const std::string& path) {
+  return path.find("formats/") != std::string::npos;
+}
+
+}  // namespace
+
+struct Loader {
+  static void index(KnowledgeBase& kb) {
+    kb.by_id_.clear();
+    for (size_t i = 0; i < kb.entries.size(); ++i) kb.by_id_[kb.entries[i].id] = i;
+  }
+  static void add(KnowledgeBase& kb, Entry e) {
+    auto it = kb.by_id_.find(e.id);
+    if (it != kb.by_id_.end()) {
+      kb.entries[it->second] = std::move(e);  // an override replaces the entry with the same id
+    } else {
+      kb.by_id_[e.id] = kb.entries.size();
+      kb.entries.push_back(std::move(e));
+    }
+  }
+};
+
+namespace {
+
+void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
+               std::map<std::string, std::string>& id_files, bool is_override) {
+  kb.hash = fnv1a64(f.path, kb.hash);
+  kb.hash = fnv1a64(f.content, kb.hash);
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(f.content);
+  } catch (const YAML::Exception& ex) {
+    errors.push_back(make_error(ErrorCode::kInvalidKb, "YAML syntax error: " + ex.msg,
+                                {f.path, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}));
+    return;
+  }
+  try {
+    if (is_format_path(f.path)) {
+      parse_formats(doc, f.path, kb, errors);
+      return;
+    }
+    bool ok = false;
+    Entry e = parse_entry(doc, f.path, errors, ok);
+    if (!ok) return;
+    auto seen = id_files.find(e.id);
+    if (seen != id_files.end() && !is_override) {
+      errors.push_back(make_error(ErrorCode::kInvalidKb, "duplicate id '" + e.id + "' (also in " + seen->second + ")",
+                                  {f.path, doc["id"].Mark().line + 1, "id"}));
+      return;
+    }
+    id_files[e.id] = f.path;
+    Loader::add(kb, std::move(e));
+  } catch (const YAML::Exception& ex) {
+    errors.push_back(make_error(ErrorCode::kInvalidKb, "unexpected YAML shape: " + ex.msg,
+                                {f.path, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}));
+  }
+}
+
+}  // namespace
+
+LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs) {
+  LoadResult r;
+  std::map<std::string, std::string> id_files;
+  for (const File& f : files) load_file(f, r.kb, r.errors, id_files, false);
+  namespace fs = std::filesystem;
+  for (const std::string& dir : override_dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      r.errors.push_back(make_error(ErrorCode::kNotFound, "knowledge-base directory not found", {dir, 0, ""}));
+      continue;
+    }
+    std::vector<std::string> paths;
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec) && (it->path().extension() == ".yaml" || it->path().extension() == ".yml"))
+        paths.push_back(it->path().string());
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const std::string& p : paths) {
+      std::ifstream in(p, std::ios::binary);
+      if (!in) {
+        r.errors.push_back(make_error(ErrorCode::kIo, "cannot read knowledge-base file", {p, 0, ""}));
+        continue;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      // Override files are keyed by their path relative to the directory so that
+      // "formats/..." is recognised the same way as in the embedded set.
+      std::string rel = fs::relative(p, dir, ec).string();
+      File f{is_format_path(rel) ? rel : p, ss.str()};
+      if (is_format_path(rel)) f.path = p.substr(0, p.size() - rel.size()) + rel;
+      load_file(f, r.kb, r.errors, id_files, true);
+    }
+  }
+  Loader::index(r.kb);
+  return r;
+}
+
+}  // namespace ff::kb

@@ -1,0 +1,129 @@
+// kb/kb.h — the knowledge-base model and its loader.
+//
+// The knowledge base is data (YAML files under kb/, embedded in the binary at build
+// time). load() parses and validates every file and returns a KnowledgeBase value plus
+// the list of problems found: a bad entry is reported with its file, line and field and
+// left out, and the other entries still load.
+//
+//   kb::LoadResult r = kb::load(kb::embedded_files(), {"my-kb/"});
+//   for (const Error& e : r.errors) report(e);
+//   const kb::Entry* e = r.kb.find("pytorch.cuda.out-of-memory");
+//
+// Thread-safety: a KnowledgeBase is immutable after load and may be shared freely.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ff::kb {
+
+enum class Role { kRoot, kCollateral, kSymptom, kContext };
+const char* role_name(Role role);
+
+// The 14 stable categories of DESIGN.md.
+const std::vector<std::string>& categories();
+const std::vector<std::string>& phases();
+
+struct Pattern {
+  std::string id;          // unique inside its entry
+  Role role = Role::kRoot;
+  std::string regex;       // RE2 syntax; literals are stored escaped here
+  std::string literal;     // the literal text when the pattern was given as `literal`
+  int priority = 0;
+  int line = 0;            // line in the YAML file, for messages
+};
+
+struct Example {
+  std::string text;
+  std::map<std::string, std::string> captures;
+  int line = 0;
+};
+
+struct Symptom {
+  std::string symptom;
+  std::string why;
+};
+
+struct Reference {
+  std::string url;
+  std::string note;
+};
+
+struct Entry {
+  std::string id;
+  std::string title;
+  std::string category;
+  std::string severity;
+  std::string phase;
+  std::vector<std::string> frameworks;
+  std::vector<std::string> tags;
+  std::string summary;
+  std::vector<Pattern> patterns;
+  std::vector<Symptom> symptoms;
+  std::string root_cause;
+  std::vector<std::string> fix;
+  std::string verify;
+  std::vector<std::string> prevention;
+  std::vector<std::string> related;
+  std::vector<Reference> references;
+  std::map<std::string, std::string> code_examples;
+  std::vector<Example> examples;
+  std::vector<std::string> negatives;
+  std::string file;        // where it was loaded from (kb-relative for embedded files)
+};
+
+// A line prefix that is peeled off before matching (kb/formats/prefixes.yaml).
+struct PrefixFormat {
+  std::string id;
+  std::string regex;       // anchored at the current position; named captures below
+  bool consume = true;     // false: read the captures but leave the text in place
+  std::string time_format; // how to read the `time` capture: iso, glog, syslog, dmesg, hms, mdhms
+  std::vector<std::string> samples;
+  int line = 0;
+};
+
+// Guessing a category for an exception no entry recognises (kb/formats/exceptions.yaml).
+struct ExceptionRule {
+  std::string type;        // exception class name, last dotted component ("OSError")
+  std::string category;
+};
+
+struct KnowledgeBase {
+  std::vector<Entry> entries;
+  std::vector<PrefixFormat> prefixes;
+  std::vector<ExceptionRule> exceptions;
+  std::string exception_default_category = "model-code";
+  uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
+
+  const Entry* find(std::string_view id) const;
+
+ private:
+  friend struct Loader;
+  std::unordered_map<std::string, size_t> by_id_;
+};
+
+struct File {
+  std::string path;        // for messages; kb-relative for embedded files
+  std::string content;
+};
+
+struct LoadResult {
+  KnowledgeBase kb;
+  std::vector<Error> errors;
+};
+
+// Loads the given files, then every *.yaml under each override directory; an entry
+// whose id already exists replaces the earlier one. Files under a "formats/" folder
+// are line formats; all others are entries.
+LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs = {});
+
+// The knowledge base compiled into the binary (generated at build time from kb/).
+const std::vector<File>& embedded_files();
+
+}  // namespace ff::kb

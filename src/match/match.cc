@@ -1,0 +1,313 @@
+#include "match/match.h"
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#ifdef FF_HAVE_VECTORSCAN
+#include <hs/hs.h>
+#endif
+
+namespace ff::match {
+
+namespace {
+constexpr const char* kEngineVersion = "ffmatch-1";
+}
+
+std::string to_vectorscan_syntax(std::string_view rx) {
+  std::string out;
+  out.reserve(rx.size());
+  for (size_t i = 0; i < rx.size(); ++i) {
+    if (rx[i] == '\\' && i + 1 < rx.size()) {
+      out.push_back(rx[i]);
+      out.push_back(rx[++i]);
+      continue;
+    }
+    if (rx.compare(i, 4, "(?P<") == 0) {
+      size_t close = rx.find('>', i);
+      if (close != std::string_view::npos) {
+        out.push_back('(');
+        i = close;
+        continue;
+      }
+    }
+    out.push_back(rx[i]);
+  }
+  return out;
+}
+
+struct Database::Impl {
+  // RE2 objects for captures, built on first use (most patterns never hit).
+  mutable std::vector<std::unique_ptr<RE2>> re2s;
+  mutable std::vector<std::once_flag> re2_once;
+  std::vector<uint32_t> index_to_id;       // dense index -> caller id
+  std::unique_ptr<RE2::Set> set;           // fallback: patterns not in the Vectorscan db
+  std::vector<uint32_t> set_index_to_id;
+#ifdef FF_HAVE_VECTORSCAN
+  hs_database_t* hs = nullptr;
+  ~Impl() {
+    if (hs) hs_free_database(hs);
+  }
+#endif
+  size_t index_of(uint32_t id) const {
+    auto it = std::lower_bound(index_to_id.begin(), index_to_id.end(), id);
+    return (it != index_to_id.end() && *it == id) ? static_cast<size_t>(it - index_to_id.begin()) : SIZE_MAX;
+  }
+};
+
+Database::Database() : impl_(std::make_unique<Impl>()) {}
+Database::~Database() = default;
+
+namespace {
+
+RE2::Options re2_options() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  o.set_encoding(RE2::Options::EncodingLatin1);  // logs are bytes; invalid UTF-8 must not stop a match
+  return o;
+}
+
+#ifdef FF_HAVE_VECTORSCAN
+std::string cache_path(const CompileOptions& opt) {
+  // hs_version() reads like "5.4.9 2023-03-23"; keep the version word only.
+  std::string hsv = hs_version();
+  hsv = hsv.substr(0, hsv.find(' '));
+  char name[128];
+  std::snprintf(name, sizeof(name), "patterns-%016llx-%s-hs%s.hsdb",
+                static_cast<unsigned long long>(opt.cache_key), kEngineVersion, hsv.c_str());
+  return (std::filesystem::path(opt.cache_dir) / name).string();
+}
+
+// Cache file layout: "FFHS", u32 pattern count, one byte per pattern (1 = served by
+// Vectorscan), then the serialized database.
+hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
+  std::ifstream in(cache_path(opt), std::ios::binary);
+  if (!in) return nullptr;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  if (bytes.size() < 8 || bytes.compare(0, 4, "FFHS") != 0) return nullptr;
+  uint32_t n = 0;
+  std::memcpy(&n, bytes.data() + 4, 4);
+  if (n != in_hs.size() || bytes.size() < 8 + n) return nullptr;
+  for (uint32_t i = 0; i < n; ++i) in_hs[i] = bytes[8 + i] != 0;
+  hs_database_t* db = nullptr;
+  if (hs_deserialize_database(bytes.data() + 8 + n, bytes.size() - 8 - n, &db) != HS_SUCCESS) {
+    in_hs.assign(n, false);
+    return nullptr;
+  }
+  return db;
+}
+
+void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vector<bool>& in_hs) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return;
+  char* bytes = nullptr;
+  size_t len = 0;
+  if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
+  std::string header = "FFHS";
+  uint32_t n = static_cast<uint32_t>(in_hs.size());
+  header.append(reinterpret_cast<const char*>(&n), 4);
+  for (bool b : in_hs) header.push_back(b ? 1 : 0);
+  std::error_code ec;
+  std::filesystem::create_directories(opt.cache_dir, ec);
+  std::string final_path = cache_path(opt);
+  std::string tmp = final_path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (out) {
+      out.write(header.data(), static_cast<std::streamsize>(header.size()));
+      out.write(bytes, static_cast<std::streamsize>(len));
+    }
+    if (!out) {
+      std::free(bytes);
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::free(bytes);
+  std::filesystem::rename(tmp, final_path, ec);  // atomic: readers never see half a file
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+// Compiles the patterns; patterns Vectorscan rejects are returned in `rejected`.
+hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<bool>& in_hs,
+                          std::vector<Rejected>& rejected) {
+  std::vector<std::string> exprs;
+  std::vector<const char*> ptrs;
+  std::vector<unsigned> flags, ids;
+  in_hs.assign(specs.size(), false);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string e = to_vectorscan_syntax(specs[i].regex);
+    hs_database_t* probe = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile(e.c_str(), HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &probe, &err) != HS_SUCCESS) {
+      rejected.push_back({specs[i].id, "vectorscan", err ? err->message : "compile failed"});
+      hs_free_compile_error(err);
+      continue;
+    }
+    hs_free_database(probe);
+    in_hs[i] = true;
+    exprs.push_back(std::move(e));
+    flags.push_back(HS_FLAG_SINGLEMATCH);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  if (exprs.empty()) return nullptr;
+  for (const auto& e : exprs) ptrs.push_back(e.c_str());
+  hs_database_t* db = nullptr;
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                       nullptr, &db, &err) != HS_SUCCESS) {
+    rejected.push_back({0, "vectorscan", std::string("multi-pattern compile failed: ") + (err ? err->message : "")});
+    hs_free_compile_error(err);
+    in_hs.assign(specs.size(), false);
+    return nullptr;
+  }
+  return db;
+}
+#endif
+
+}  // namespace
+
+Result<std::shared_ptr<const Database>> Database::compile(const std::vector<PatternSpec>& patterns,
+                                                          const CompileOptions& options) {
+  std::shared_ptr<Database> db(new Database());
+  db->specs_ = patterns;
+  std::sort(db->specs_.begin(), db->specs_.end(), [](const PatternSpec& a, const PatternSpec& b) { return a.id < b.id; });
+  for (size_t i = 1; i < db->specs_.size(); ++i) {
+    if (db->specs_[i].id == db->specs_[i - 1].id)
+      return make_error(ErrorCode::kInternal, "duplicate pattern id " + std::to_string(db->specs_[i].id));
+  }
+  Impl& impl = *db->impl_;
+  impl.re2s.resize(db->specs_.size());
+  impl.re2_once = std::vector<std::once_flag>(db->specs_.size());
+  for (const auto& s : db->specs_) impl.index_to_id.push_back(s.id);
+
+  std::vector<bool> in_hs(db->specs_.size(), false);
+#ifdef FF_HAVE_VECTORSCAN
+  if (options.use_vectorscan) {
+    // The cache is keyed by the KB content hash; the pattern list is derived from it,
+    // so a hit means the same patterns in the same order.
+    uint64_t key = options.cache_key;
+    for (const auto& s : db->specs_) key = (key ^ s.id) * 1099511628211ull;
+    CompileOptions keyed = options;
+    keyed.cache_key = options.cache_key == 0 ? 0 : key;
+    impl.hs = load_cached(keyed, in_hs);
+    if (impl.hs) {
+      db->backend_ = "vectorscan (cached)";
+      for (size_t i = 0; i < db->specs_.size(); ++i) {
+        if (!in_hs[i]) db->rejected_.push_back({db->specs_[i].id, "vectorscan", "rejected (cached)"});
+      }
+    } else {
+      impl.hs = compile_hs(db->specs_, in_hs, db->rejected_);
+      if (impl.hs) {
+        db->backend_ = "vectorscan";
+        store_cached(keyed, impl.hs, in_hs);
+      }
+    }
+  }
+#endif
+  // Everything not served by Vectorscan goes to one RE2::Set.
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < db->specs_.size(); ++i) {
+    if (!in_hs[i]) rest.push_back(i);
+  }
+  if (!rest.empty()) {
+    impl.set = std::make_unique<RE2::Set>(re2_options(), RE2::UNANCHORED);
+    for (size_t i : rest) {
+      std::string err;
+      if (impl.set->Add(db->specs_[i].regex, &err) < 0) {
+        db->rejected_.push_back({db->specs_[i].id, "re2", err});
+        continue;
+      }
+      impl.set_index_to_id.push_back(db->specs_[i].id);
+    }
+    if (!impl.set->Compile()) return make_error(ErrorCode::kInternal, "RE2::Set failed to compile (out of memory?)");
+    if (db->backend_.empty()) db->backend_ = "re2";
+  }
+  if (db->backend_.empty()) db->backend_ = "none";
+  return std::shared_ptr<const Database>(std::move(db));
+}
+
+bool Database::captures(uint32_t id, std::string_view line, std::map<std::string, std::string>* out,
+                        std::pair<size_t, size_t>* span) const {
+  size_t idx = impl_->index_of(id);
+  if (idx == SIZE_MAX) return false;
+  std::call_once(impl_->re2_once[idx], [&] {
+    impl_->re2s[idx] = std::make_unique<RE2>(specs_[idx].regex, re2_options());
+  });
+  const RE2& re = *impl_->re2s[idx];
+  if (!re.ok()) return false;
+  int n = re.NumberOfCapturingGroups();
+  std::vector<re2::StringPiece> groups(static_cast<size_t>(n) + 1);
+  if (!re.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, groups.data(),
+                n + 1)) {
+    return false;
+  }
+  if (span) {
+    span->first = static_cast<size_t>(groups[0].data() - line.data());
+    span->second = span->first + groups[0].size();
+  }
+  if (out) {
+    for (const auto& [name, index] : re.NamedCapturingGroups()) {
+      const auto& g = groups[static_cast<size_t>(index)];
+      if (g.data() != nullptr) (*out)[name] = std::string(g.data(), g.size());
+    }
+  }
+  return true;
+}
+
+struct Scanner::State {
+#ifdef FF_HAVE_VECTORSCAN
+  hs_scratch_t* scratch = nullptr;
+  ~State() {
+    if (scratch) hs_free_scratch(scratch);
+  }
+#endif
+  std::vector<int> set_hits;
+};
+
+Scanner::Scanner(const Database& db) : db_(db), state_(std::make_unique<State>()) {
+#ifdef FF_HAVE_VECTORSCAN
+  if (db_.impl_->hs && hs_alloc_scratch(db_.impl_->hs, &state_->scratch) != HS_SUCCESS) state_->scratch = nullptr;
+#endif
+}
+
+Scanner::~Scanner() = default;
+
+#ifdef FF_HAVE_VECTORSCAN
+namespace {
+int on_hs_match(unsigned int index, unsigned long long, unsigned long long, unsigned int, void* ctx) {
+  static_cast<std::vector<uint32_t>*>(ctx)->push_back(index);
+  return 0;
+}
+}  // namespace
+#endif
+
+void Scanner::scan(std::string_view line, std::vector<uint32_t>& hits) {
+  size_t first = hits.size();
+#ifdef FF_HAVE_VECTORSCAN
+  if (db_.impl_->hs && state_->scratch) {
+    hs_scan(db_.impl_->hs, line.data(), static_cast<unsigned>(line.size()), 0, state_->scratch, on_hs_match, &hits);
+    for (size_t i = first; i < hits.size(); ++i) hits[i] = db_.impl_->index_to_id[hits[i]];
+  }
+#endif
+  if (db_.impl_->set) {
+    state_->set_hits.clear();
+    if (db_.impl_->set->Match(re2::StringPiece(line.data(), line.size()), &state_->set_hits)) {
+      for (int k : state_->set_hits) hits.push_back(db_.impl_->set_index_to_id[static_cast<size_t>(k)]);
+    }
+  }
+  std::sort(hits.begin() + static_cast<long>(first), hits.end());
+  hits.erase(std::unique(hits.begin() + static_cast<long>(first), hits.end()), hits.end());
+}
+
+}  // namespace ff::match

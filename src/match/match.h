@@ -1,0 +1,94 @@
+// match/match.h — the multi-pattern matcher.
+//
+// All patterns of the knowledge base are compiled once into one immutable Database
+// (Vectorscan when available, RE2::Set otherwise). A Scanner (one per thread, holding
+// the per-thread scratch) reports which patterns match a line; captures are then read
+// with RE2 only for the patterns that hit, which keeps the hot path free of RE2.
+//
+//   auto db = match::Database::compile(specs, {.cache_dir = "~/.cache/firstfault"});
+//   match::Scanner scanner(*db.value());
+//   scanner.scan(line, hits);                       // hits: pattern ids that matched
+//   db.value()->captures(hits[0], line, &caps);     // named captures of one pattern
+//
+// Thread-safety: Database is immutable and shared; a Scanner belongs to one thread.
+// Failure behaviour: a pattern that one backend rejects is reported in
+// Database::rejected() and served by the RE2 fallback, so no pattern is silently lost.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ff::match {
+
+struct PatternSpec {
+  uint32_t id = 0;      // the caller's id, reported back on hits
+  std::string regex;    // RE2 syntax (named groups allowed)
+};
+
+struct CompileOptions {
+  std::string cache_dir;   // where to keep the serialized database; empty = no cache
+  uint64_t cache_key = 0;  // content hash of the patterns' source (the KB hash)
+  bool use_vectorscan = true;
+};
+
+struct Rejected {
+  uint32_t id;
+  std::string backend;
+  std::string message;
+};
+
+class Database {
+ public:
+  static Result<std::shared_ptr<const Database>> compile(const std::vector<PatternSpec>& patterns,
+                                                         const CompileOptions& options = {});
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // "vectorscan", "vectorscan (cached)" or "re2".
+  const std::string& backend() const { return backend_; }
+  const std::vector<Rejected>& rejected() const { return rejected_; }
+  size_t size() const { return specs_.size(); }
+
+  // Named captures of one pattern on a line it matched; returns the matched span
+  // (begin, end) or false when the pattern does not match after all.
+  bool captures(uint32_t id, std::string_view line, std::map<std::string, std::string>* out,
+                std::pair<size_t, size_t>* span = nullptr) const;
+
+ private:
+  friend class Scanner;
+  struct Impl;
+  Database();
+  std::vector<PatternSpec> specs_;
+  std::string backend_;
+  std::vector<Rejected> rejected_;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Scanner {
+ public:
+  explicit Scanner(const Database& db);
+  ~Scanner();
+  Scanner(const Scanner&) = delete;
+  Scanner& operator=(const Scanner&) = delete;
+  // Appends to `hits` the ids of the patterns matching `line` (each at most once, in
+  // ascending id order).
+  void scan(std::string_view line, std::vector<uint32_t>& hits);
+
+ private:
+  const Database& db_;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Turns RE2 syntax into the Vectorscan dialect: named groups become plain groups.
+std::string to_vectorscan_syntax(std::string_view re2_regex);
+
+}  // namespace ff::match

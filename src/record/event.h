@@ -1,0 +1,63 @@
+// record/event.h — the Event value: one recognised fact from a log, with its context.
+// Produced by scan, consumed by analyze (which never links the scanner).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kb/kb.h"
+#include "record/record.h"
+
+namespace ff::record {
+
+enum class EventKind : uint8_t {
+  kPattern,          // a KB pattern matched a line
+  kException,        // a joined Python traceback (its final exception line)
+  kLauncherFailure,  // one entry of torchrun's failure summary
+};
+const char* event_kind_name(EventKind kind);
+
+struct Event {
+  EventKind kind = EventKind::kPattern;
+  uint32_t source = 0;       // index into the job's source list
+  uint64_t line = 0;         // 1-based line in the source
+  uint64_t offset = 0;       // byte offset of the line
+  uint64_t seq = 0;          // global order of arrival in (source, line) order
+  int rank = -1;
+  int local_rank = -1;
+  int pid = -1;
+  int gpu = -1;
+  std::string node;
+  int64_t time_us = kNoTime;
+  Clock clock = Clock::kNone;
+  bool time_subsecond = false;
+  std::string time_text;
+  char level = 0;
+  std::string text;          // the line's message (prefixes removed), valid UTF-8, capped
+
+  // kPattern
+  std::string entry_id;
+  std::string pattern_id;
+  kb::Role role = kb::Role::kContext;
+  int priority = 0;
+  size_t match_len = 0;
+  std::map<std::string, std::string> captures;
+
+  // Traceback context: set on pattern events inside a traceback and on kException.
+  uint64_t traceback_first = 0;   // first line of the enclosing traceback, 0 if none
+  uint64_t traceback_last = 0;
+  bool exception_line = false;    // this line is one of the traceback's exception lines
+  bool final_exception = false;   // ... and the final one
+  std::string exc_type;
+  std::vector<std::string> exc_chain;  // earlier exception lines of the same traceback
+
+  // Launcher summary: the line is inside torchrun's failure table.
+  bool in_launcher_summary = false;
+  int summary_rank = -1;
+  int exitcode = 0;               // kLauncherFailure
+  bool summary_root_cause = false;
+};
+
+}  // namespace ff::record

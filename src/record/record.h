@@ -1,0 +1,178 @@
+// record/record.h — from bytes to records: line framing, cleaning, prefixes, time.
+//
+// A LineFramer cuts a source's byte chunks into lines (a line may span chunks; a line
+// longer than the limit is cut, the rest counted, never buffered). clean_line() removes
+// what terminals hide: ANSI escapes, carriage-return progress-bar residue, CRLF, NULs.
+// A PrefixParser peels launcher/logger prefixes (formats are KB data) and fills rank,
+// node, time, level. TracebackJoiner and LauncherSummaryTracker are per-source state
+// machines that turn multi-line structures into single facts.
+//
+//   record::LineFramer framer(limit);
+//   framer.feed(chunk, [&](const record::RawLine& l) { ... });
+//   std::string clean; record::clean_line(l.bytes, clean);
+//   record::Record rec; parser.parse(clean, rec);
+//
+// Thread-safety: PrefixParser is immutable after create() and may be shared; framers,
+// joiners and trackers belong to one source being read by one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "kb/kb.h"
+
+namespace ff::record {
+
+constexpr int64_t kNoTime = INT64_MIN;
+
+// Which clock a parsed time is on; times are only comparable within one clock.
+enum class Clock : uint8_t {
+  kNone,
+  kWall,        // full date and time (UTC when the zone is given, else local as written)
+  kWallNoYear,  // month/day and time, no year (syslog, glog, vLLM)
+  kTimeOfDay,   // time of day only
+  kBoot,        // seconds since boot (dmesg)
+};
+
+struct RawLine {
+  std::string_view bytes;   // without the '\n'; valid during the callback only
+  uint64_t number = 0;      // 1-based line number in the source
+  uint64_t offset = 0;      // byte offset of the line start in the source
+  bool cut = false;         // longer than the limit: only the first part is here
+};
+
+class LineFramer {
+ public:
+  explicit LineFramer(size_t max_line = 1 << 20) : max_line_(max_line) {}
+  // Calls on_line for every complete line in chunk (and pending bytes before it).
+  void feed(std::string_view chunk, const std::function<void(const RawLine&)>& on_line);
+  // Flushes a last line without a trailing newline.
+  void finish(const std::function<void(const RawLine&)>& on_line);
+  uint64_t lines() const { return number_; }
+  uint64_t cut_lines() const { return cut_lines_; }
+
+ private:
+  size_t max_line_;
+  std::string pending_;
+  bool pending_cut_ = false;
+  uint64_t number_ = 0;
+  uint64_t offset_ = 0;       // offset of the next byte to arrive
+  uint64_t line_start_ = 0;   // offset where the pending line started
+  uint64_t cut_lines_ = 0;
+};
+
+// Writes into `out` the line as a person would see it on a terminal: ANSI escape
+// sequences removed, only the text after the last carriage return kept (progress bars
+// redraw with \r), trailing \r dropped, NUL bytes dropped.
+void clean_line(std::string_view raw, std::string& out);
+
+struct Record {
+  std::string_view text;     // the cleaned line
+  std::string_view message;  // the text after the peeled prefixes
+  int rank = -1;
+  int local_rank = -1;
+  int pid = -1;
+  int gpu = -1;
+  std::string node;
+  int64_t time_us = kNoTime;
+  Clock clock = Clock::kNone;
+  bool time_subsecond = false;
+  std::string_view time_text;
+  char level = 0;            // 'D', 'I', 'W', 'E', 'F' or 0
+  std::string prefix_id;     // the first prefix format that matched (for stats)
+};
+
+class PrefixParser {
+ public:
+  static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats);
+  ~PrefixParser();
+  // Fills rec from `line`; rec.text and rec.message point into `line`.
+  void parse(std::string_view line, Record& rec) const;
+  // The sample lines of every format that fail to parse as declared ("id: sample").
+  std::vector<std::string> check_samples() const;
+
+ private:
+  PrefixParser();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Parses a time text in the given format ("iso", "glog", "syslog", "dmesg", "hms",
+// "mdhms", "torchrun"); returns false when it does not parse.
+bool parse_time(std::string_view text, std::string_view format, int64_t& us, Clock& clock, bool& subsecond);
+
+// A Python traceback, joined: the lines from "Traceback (most recent call last):" to
+// its final exception line (including chained and "Original Traceback" parts).
+struct Traceback {
+  uint64_t first_line = 0;
+  uint64_t last_line = 0;
+  struct ExceptionLine {
+    uint64_t line;
+    std::string type;      // "RuntimeError", "torch.OutOfMemoryError"
+    std::string message;   // text after "Type: "
+    std::string text;      // the whole line as cleaned (without prefixes)
+  };
+  std::vector<ExceptionLine> exceptions;  // in order; back() is the final one
+};
+
+// Joins tracebacks of one stream (a source, or one rank within an interleaved source).
+class TracebackJoiner {
+ public:
+  // Feeds one record; returns a traceback when this line closed one (the closing line
+  // itself is not part of it and must be fed to the next traceback check).
+  std::optional<Traceback> feed(const Record& rec, uint64_t line);
+  std::optional<Traceback> finish();
+  bool active() const { return state_ != State::kIdle; }
+  // The traceback being joined (valid while active()).
+  const Traceback& current() const { return cur_; }
+
+ private:
+  enum class State { kIdle, kFrames, kAfterException };
+  State state_ = State::kIdle;
+  size_t base_indent_ = 0;
+  int blank_run_ = 0;
+  Traceback cur_;
+};
+
+// Recognises one line as an exception line "Type: message" / "Type"; fills type/msg.
+bool parse_exception_line(std::string_view text, std::string& type, std::string& message);
+
+// The torchrun (elastic) failure summary printed by the launcher after a ChildFailedError:
+// per failed rank the time, host, rank, exit code and the error text.
+struct LauncherFailure {
+  uint64_t line = 0;         // the "[N]:" line
+  int rank = -1;
+  int local_rank = -1;
+  std::string host;
+  std::string time_text;
+  int exitcode = 0;
+  int pid = -1;
+  bool root_cause = false;   // listed under "Root Cause (first observed failure)"
+  std::string error;         // the last error line ("RuntimeError: ...", "Signal 9 (SIGKILL) ...")
+  uint64_t error_line = 0;
+};
+
+class LauncherSummaryTracker {
+ public:
+  // Feeds a record's message; returns true when the line is part of a launcher summary.
+  bool feed(std::string_view message, uint64_t line);
+  // The rank of the summary entry the last fed line belongs to, or -1.
+  int current_rank() const { return cur_ ? cur_->rank : -1; }
+  std::vector<LauncherFailure> take();
+
+ private:
+  void close_entry();
+  int rules_ = 0;             // "=====" lines seen since the header
+  bool active_ = false;
+  bool in_root_cause_ = false;
+  std::optional<LauncherFailure> cur_;
+  std::vector<LauncherFailure> done_;
+};
+
+}  // namespace ff::record

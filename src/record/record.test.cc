@@ -1,0 +1,201 @@
+#include "record/record.h"
+
+#include <gtest/gtest.h>
+
+namespace ff::record {
+namespace {
+
+std::vector<std::string> frame(const std::vector<std::string>& chunks, size_t max_line = 1 << 20) {
+  LineFramer f(max_line);
+  std::vector<std::string> out;
+  auto cb = [&](const RawLine& l) { out.push_back(std::string(l.bytes) + (l.cut ? "<cut>" : "")); };
+  for (const auto& c : chunks) f.feed(c, cb);
+  f.finish(cb);
+  return out;
+}
+
+TEST(LineFramer, LinesSpanChunksAndLastLineWithoutNewline) {
+  EXPECT_EQ(frame({"ab", "c\nde", "f\n", "g"}), (std::vector<std::string>{"abc", "def", "g"}));
+  EXPECT_EQ(frame({"\n\n"}), (std::vector<std::string>{"", ""}));
+}
+
+TEST(LineFramer, LongLineIsCutNotBuffered) {
+  std::string big(100, 'x');
+  auto lines = frame({big.substr(0, 30), big.substr(30) + "\nok\n"}, 10);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], std::string(10, 'x') + "<cut>");
+  EXPECT_EQ(lines[1], "ok");
+}
+
+TEST(CleanLine, AnsiCrAndNul) {
+  std::string out;
+  clean_line("\x1b[31mERROR\x1b[0m boom\r", out);
+  EXPECT_EQ(out, "ERROR boom");
+  clean_line(" 10%|#   | 1/10\r 50%|#####| 5/10\rRuntimeError: x", out);
+  EXPECT_EQ(out, "RuntimeError: x");
+  clean_line(std::string("a\0b", 3), out);
+  EXPECT_EQ(out, "ab");
+  clean_line("\x1b]0;title\x07text", out);
+  EXPECT_EQ(out, "text");
+}
+
+TEST(ParseTime, Formats) {
+  int64_t us;
+  Clock c;
+  bool sub;
+  ASSERT_TRUE(parse_time("2026-11-30 10:20:42,398", "iso", us, c, sub));
+  EXPECT_TRUE(sub);
+  EXPECT_EQ(c, Clock::kWall);
+  int64_t a = us;
+  ASSERT_TRUE(parse_time("2026-11-30T10:20:43.000Z", "iso", us, c, sub));
+  EXPECT_EQ(us - a, 602000);
+  ASSERT_TRUE(parse_time("2026-11-30T12:20:43+02:00", "iso", us, c, sub));
+  EXPECT_EQ(us - a, 602000);
+  ASSERT_TRUE(parse_time("2026-11-30_10:20:45", "torchrun", us, c, sub));
+  EXPECT_FALSE(sub);
+  ASSERT_TRUE(parse_time("1120 10:11:12.345678", "glog", us, c, sub));
+  EXPECT_EQ(c, Clock::kWallNoYear);
+  ASSERT_TRUE(parse_time("74785.660366", "dmesg", us, c, sub));
+  EXPECT_EQ(us, 74785660366);
+  EXPECT_EQ(c, Clock::kBoot);
+  ASSERT_TRUE(parse_time("Oct  4 13:19:39", "syslog", us, c, sub));
+  ASSERT_TRUE(parse_time("06-30 06:10:12", "mdhms", us, c, sub));
+  EXPECT_FALSE(parse_time("2026-13-30 10:20:42", "iso", us, c, sub));
+  EXPECT_FALSE(parse_time("not a time", "iso", us, c, sub));
+}
+
+TEST(ExceptionLine, Recognised) {
+  std::string t, m;
+  ASSERT_TRUE(parse_exception_line("RuntimeError: mat1 and mat2 shapes cannot be multiplied", t, m));
+  EXPECT_EQ(t, "RuntimeError");
+  EXPECT_EQ(m, "mat1 and mat2 shapes cannot be multiplied");
+  ASSERT_TRUE(parse_exception_line("torch.OutOfMemoryError: CUDA out of memory.", t, m));
+  EXPECT_EQ(t, "torch.OutOfMemoryError");
+  EXPECT_TRUE(parse_exception_line("KeyboardInterrupt", t, m));
+  EXPECT_FALSE(parse_exception_line("File \"x.py\", line 3, in f", t, m));
+  EXPECT_FALSE(parse_exception_line("loss: 0.1", t, m));
+  EXPECT_FALSE(parse_exception_line("Setting OMP_NUM_THREADS", t, m));
+}
+
+Record rec_of(std::string_view msg) {
+  Record r;
+  r.text = r.message = msg;
+  return r;
+}
+
+TEST(TracebackJoiner, ChainedAndOriginalTraceback) {
+  TracebackJoiner j;
+  std::vector<std::string> lines = {
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "    data.reraise()",
+      "ValueError: Caught ValueError in DataLoader worker process 0.",
+      "Original Traceback (most recent call last):",
+      "  File \"w.py\", line 3, in f",
+      "ValueError: buffer length (126 bytes) must be a multiple of element size (4)",
+      "",
+      "next log line",
+  };
+  std::optional<Traceback> tb;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (auto t = j.feed(rec_of(lines[i]), i + 1)) tb = t;
+  }
+  ASSERT_TRUE(tb.has_value());
+  EXPECT_EQ(tb->first_line, 1u);
+  ASSERT_EQ(tb->exceptions.size(), 2u);
+  EXPECT_EQ(tb->exceptions.back().line, 7u);
+  EXPECT_EQ(tb->exceptions.back().type, "ValueError");
+}
+
+TEST(TracebackJoiner, MultiLineMessageAndIndentedSummaryTraceback) {
+  TracebackJoiner j;
+  std::vector<std::string> lines = {
+      "  traceback : Traceback (most recent call last):",
+      "    File \"x.py\", line 1, in f",
+      "      g()",
+      "  RuntimeError: Error(s) in loading state_dict for MLP:",
+      "  \tsize mismatch for body.0.weight",
+      "[3]:",
+  };
+  std::optional<Traceback> tb;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (auto t = j.feed(rec_of(lines[i]), i + 1)) tb = t;
+  }
+  ASSERT_TRUE(tb.has_value());
+  EXPECT_EQ(tb->exceptions.back().line, 4u);
+  EXPECT_EQ(tb->last_line, 5u);
+}
+
+TEST(LauncherSummary, ParsesTorchrunFailureTable) {
+  std::vector<std::string> lines = {
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+      "============================================================",
+      "train.py FAILED",
+      "------------------------------------------------------------",
+      "Failures:",
+      "[1]:",
+      "  time      : 2026-11-30_10:23:03",
+      "  host      : node7",
+      "  rank      : 1 (local_rank: 1)",
+      "  exitcode  : -9 (pid: 1177)",
+      "  error_file: <N/A>",
+      "  traceback : Signal 9 (SIGKILL) received by PID 1177",
+      "------------------------------------------------------------",
+      "Root Cause (first observed failure):",
+      "[0]:",
+      "  rank      : 0 (local_rank: 0)",
+      "  exitcode  : 1 (pid: 1176)",
+      "============================================================",
+      "after",
+  };
+  LauncherSummaryTracker t;
+  std::vector<bool> inside;
+  for (size_t i = 0; i < lines.size(); ++i) inside.push_back(t.feed(lines[i], i + 1));
+  EXPECT_TRUE(inside[0]);
+  EXPECT_TRUE(inside[17]);
+  EXPECT_FALSE(inside[18]);
+  auto f = t.take();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].rank, 1);
+  EXPECT_EQ(f[0].host, "node7");
+  EXPECT_EQ(f[0].exitcode, -9);
+  EXPECT_EQ(f[0].pid, 1177);
+  EXPECT_EQ(f[0].error, "Signal 9 (SIGKILL) received by PID 1177");
+  EXPECT_FALSE(f[0].root_cause);
+  EXPECT_EQ(f[1].rank, 0);
+  EXPECT_TRUE(f[1].root_cause);
+}
+
+TEST(PrefixParser, PeelsPrefixesFromKbFormats) {
+  kb::LoadResult r = kb::load(kb::embedded_files());
+  auto p = PrefixParser::create(r.kb.prefixes);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_TRUE(p.value()->check_samples().empty());
+  Record rec;
+  p.value()->parse("[default3]:2026-11-30 10:20:42,398 INFO [rank3] train: initializing process group", rec);
+  EXPECT_EQ(rec.rank, 3);
+  EXPECT_EQ(rec.level, 'I');
+  EXPECT_TRUE(rec.time_subsecond);
+  EXPECT_EQ(rec.message, "train: initializing process group");
+  p.value()->parse("[rank1]: ValueError: buffer length", rec);
+  EXPECT_EQ(rec.rank, 1);
+  EXPECT_EQ(rec.message, "ValueError: buffer length");
+  p.value()->parse("3: Traceback (most recent call last):", rec);
+  EXPECT_EQ(rec.rank, 3);
+  p.value()->parse("[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected", rec);
+  EXPECT_EQ(rec.rank, 2);
+  EXPECT_EQ(rec.node, "smc-gpu-03");
+  EXPECT_EQ(rec.gpu, 0);
+  EXPECT_EQ(rec.message, "smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected");
+  p.value()->parse("worker-1: [default0]:[rank0]:[E1120 10:11:12.345678 140 ProcessGroupNCCL.cpp:616] boom", rec);
+  EXPECT_EQ(rec.node, "worker-1");
+  EXPECT_EQ(rec.rank, 0);
+  EXPECT_EQ(rec.level, 'E');
+  EXPECT_EQ(rec.message, "boom");
+  p.value()->parse("RuntimeError: not a prefix", rec);
+  EXPECT_EQ(rec.message, "RuntimeError: not a prefix");
+  EXPECT_EQ(rec.rank, -1);
+}
+
+}  // namespace
+}  // namespace ff::record

@@ -1,0 +1,226 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ff::report {
+
+using analyze::Diagnosis;
+using analyze::Evidence;
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json evidence_json(const Evidence& e) {
+  ordered_json j;
+  j["source"] = e.source;
+  j["line"] = e.line;
+  j["rank"] = e.rank ? ordered_json(*e.rank) : ordered_json(nullptr);
+  j["node"] = e.node.empty() ? ordered_json(nullptr) : ordered_json(e.node);
+  j["time"] = e.time.empty() ? ordered_json(nullptr) : ordered_json(e.time);
+  j["text"] = e.text;
+  return j;
+}
+
+template <typename T>
+ordered_json opt(const std::optional<T>& v) {
+  return v ? ordered_json(*v) : ordered_json(nullptr);
+}
+
+ordered_json str_or_null(const std::string& s) { return s.empty() ? ordered_json(nullptr) : ordered_json(s); }
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  // "0-62, 64" style compression.
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_json(const Diagnosis& d, int indent) {
+  ordered_json j;
+  j["schema"] = "firstfault.diagnosis/1";
+  j["verdict"] = d.verdict;
+  if (d.primary) {
+    const auto& p = *d.primary;
+    ordered_json pj;
+    pj["id"] = p.id;
+    pj["title"] = p.title;
+    pj["category"] = p.category;
+    pj["confidence"] = p.confidence;
+    pj["rank"] = opt(p.rank);
+    pj["local_rank"] = opt(p.local_rank);
+    pj["node"] = str_or_null(p.node);
+    pj["gpu"] = opt(p.gpu);
+    pj["time"] = str_or_null(p.time);
+    pj["rank_source"] = str_or_null(p.rank_source);
+    pj["exception_type"] = str_or_null(p.exception_type);
+    pj["evidence"] = ordered_json::array();
+    for (const auto& e : p.evidence) pj["evidence"].push_back(evidence_json(e));
+    pj["summary"] = p.summary;
+    pj["root_cause"] = p.root_cause;
+    std::string fix;
+    for (size_t i = 0; i < p.fix.size(); ++i) fix += (i ? "\n" : "") + std::to_string(i + 1) + ". " + p.fix[i];
+    pj["fix"] = fix;
+    pj["fix_steps"] = p.fix;
+    pj["verify"] = p.verify;
+    pj["references"] = p.references;
+    j["primary"] = pj;
+  } else {
+    j["primary"] = nullptr;
+  }
+  j["collateral"] = ordered_json::array();
+  for (const auto& c : d.collateral) {
+    ordered_json cj;
+    cj["id"] = c.id;
+    cj["title"] = c.title;
+    cj["category"] = c.category;
+    cj["ranks"] = c.ranks;
+    cj["nodes"] = c.nodes;
+    cj["count"] = c.count;
+    cj["explained_by"] = str_or_null(c.explained_by);
+    cj["first"] = evidence_json(c.first);
+    j["collateral"].push_back(cj);
+  }
+  j["hypotheses"] = ordered_json::array();
+  for (const auto& h : d.hypotheses) {
+    ordered_json hj;
+    hj["id"] = h.id;
+    hj["title"] = h.title;
+    hj["category"] = h.category;
+    hj["confidence"] = h.confidence;
+    hj["why"] = h.why;
+    hj["evidence"] = ordered_json::array();
+    for (const auto& e : h.evidence) hj["evidence"].push_back(evidence_json(e));
+    hj["separate_by"] = h.separate_by;
+    j["hypotheses"].push_back(hj);
+  }
+  j["timeline"] = ordered_json::array();
+  for (const auto& t : d.timeline) {
+    ordered_json tj;
+    tj["time"] = str_or_null(t.time);
+    tj["id"] = t.id;
+    tj["role"] = t.role;
+    tj["ranks"] = t.ranks;
+    tj["nodes"] = t.nodes;
+    tj["count"] = t.count;
+    tj["source"] = t.source;
+    tj["line"] = t.line;
+    tj["text"] = t.text;
+    j["timeline"].push_back(tj);
+  }
+  j["symptoms"] = ordered_json::array();
+  for (const auto& s : d.symptoms) {
+    ordered_json sj;
+    sj["id"] = s.id;
+    sj["title"] = s.title;
+    sj["category"] = s.category;
+    sj["rank"] = opt(s.rank);
+    sj["evidence"] = evidence_json(s.evidence.at(0));
+    j["symptoms"].push_back(sj);
+  }
+  j["series"] = ordered_json::object();
+  ordered_json inputs;
+  inputs["lines"] = d.lines;
+  inputs["bytes"] = d.bytes;
+  inputs["sources"] = ordered_json::array();
+  for (const auto& s : d.sources) {
+    ordered_json sj;
+    sj["name"] = s.name;
+    sj["encoding"] = s.encoding;
+    sj["bytes"] = s.bytes;
+    sj["lines"] = s.lines;
+    sj["events"] = s.events;
+    sj["ok"] = s.ok;
+    sj["error"] = str_or_null(s.error);
+    inputs["sources"].push_back(sj);
+  }
+  inputs["errors"] = d.errors;
+  inputs["notes"] = d.notes;
+  j["inputs"] = inputs;
+  return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string render_text(const Diagnosis& d, const TextOptions& o) {
+  auto paint = [&](const char* code, const std::string& s) {
+    return o.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
+  };
+  std::string out;
+  std::string verdict_colour = d.verdict == "failed" ? "1;31" : d.verdict == "healthy" ? "1;32" : "1;33";
+  std::string upper = d.verdict;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (d.primary) {
+    const auto& p = *d.primary;
+    out += fmt::format("{}  {}  [{}]\n", paint(verdict_colour.c_str(), upper), paint("1", p.title), p.category);
+    std::string where;
+    if (p.rank) where += fmt::format("rank {}", *p.rank);
+    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + fmt::format("node {}", p.node);
+    if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
+    if (where.empty()) where = "rank unknown (the log does not say)";
+    if (!p.time.empty()) where += ", at " + p.time;
+    out += fmt::format("first failure: {}   (confidence {:.2f})\n", where, p.confidence);
+    if (!p.evidence.empty()) {
+      const auto& e = p.evidence[0];
+      out += fmt::format("  {}:{}\n  {} {}\n", e.source, e.line, paint("1;31", ">"), e.text);
+    }
+    if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), p.summary);
+    if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), p.root_cause);
+    if (!p.fix.empty()) {
+      out += fmt::format("\n{}\n", paint("1", "Fix"));
+      for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, p.fix[i]);
+    }
+    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), p.verify);
+  } else {
+    out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
+  }
+  if (!d.collateral.empty()) {
+    out += fmt::format("\n{}\n", paint("1", "Collateral (caused by the first failure)"));
+    size_t shown = 0;
+    for (const auto& c : d.collateral) {
+      if (!o.verbose && shown++ >= 8) {
+        out += fmt::format("  ... {} more (--verbose)\n", d.collateral.size() - 8);
+        break;
+      }
+      std::string ranks = c.ranks.empty() ? "" : fmt::format(" on rank{} {}", c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
+      out += fmt::format("  - {} x{}{}\n", c.title, c.count, ranks);
+    }
+  }
+  if (!d.hypotheses.empty()) {
+    out += fmt::format("\n{}\n", paint("1", "Other candidates"));
+    for (const auto& h : d.hypotheses) {
+      out += fmt::format("  - {} [{}]: {}\n", h.title, h.category, h.evidence.empty() ? "" : h.evidence[0].text);
+    }
+  }
+  if (!d.symptoms.empty()) {
+    out += fmt::format("\n{}\n", paint("1", "Warnings and symptoms"));
+    for (const auto& s : d.symptoms) out += fmt::format("  - {}\n", s.title);
+  }
+  if (d.timeline.size() > 1) {
+    out += fmt::format("\n{}\n", paint("1", "Timeline"));
+    size_t n = 0;
+    for (const auto& t : d.timeline) {
+      if (!o.verbose && n++ >= 10) break;
+      std::string ranks = t.ranks.empty() ? "-" : ranks_text(t.ranks);
+      out += fmt::format("  {:<26} {:<10} ranks {:<10} x{:<4} {}\n", t.time.empty() ? "(no time)" : t.time, t.role,
+                         ranks, t.count, t.id);
+    }
+  }
+  for (const auto& e : d.errors) out += fmt::format("\n{} {}", paint("1;33", "input problem:"), e);
+  if (!d.errors.empty()) out += "\n";
+  if (o.verbose) {
+    for (const auto& n : d.notes) out += fmt::format("note: {}\n", n);
+  }
+  out += fmt::format("\n{} lines, {} source{} read in {:.3f} s\n", d.lines, d.sources.size(),
+                     d.sources.size() == 1 ? "" : "s", d.seconds);
+  return out;
+}
+
+}  // namespace ff::report

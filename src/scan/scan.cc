@@ -1,0 +1,305 @@
+#include "scan/scan.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "base/strings.h"
+#include "io/io.h"
+
+namespace ff::scan {
+
+Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb, const EngineOptions& options) {
+  std::shared_ptr<Engine> e(new Engine(kb));
+  std::vector<match::PatternSpec> specs;
+  for (size_t i = 0; i < kb.entries.size(); ++i) {
+    for (size_t j = 0; j < kb.entries[i].patterns.size(); ++j) {
+      specs.push_back({static_cast<uint32_t>(e->refs_.size()), kb.entries[i].patterns[j].regex});
+      e->refs_.push_back({i, j});
+    }
+  }
+  match::CompileOptions mo;
+  mo.cache_dir = options.cache_dir;
+  mo.cache_key = kb.hash;
+  mo.use_vectorscan = options.use_vectorscan;
+  FF_TRY(e->db_, match::Database::compile(specs, mo));
+  for (const auto& r : e->db_->rejected()) {
+    if (r.backend == "vectorscan" && r.message == "rejected (cached)") continue;
+    const auto& ref = e->refs_.at(r.id);
+    const kb::Entry& entry = kb.entries[ref.entry];
+    const kb::Pattern& p = entry.patterns[ref.pattern];
+    e->warnings_.push_back(make_error(ErrorCode::kInvalidKb,
+                                      r.backend + " rejected the pattern (" + r.message + ")" +
+                                          (r.backend == "vectorscan" ? "; RE2 serves it, more slowly" : ""),
+                                      {entry.file, p.line, "patterns." + p.id}));
+  }
+  FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));
+  return std::shared_ptr<const Engine>(std::move(e));
+}
+
+namespace {
+
+constexpr size_t kMaxEventText = 2000;
+
+std::string event_text(std::string_view s) {
+  s = trim(s);
+  if (s.size() > kMaxEventText) s = s.substr(0, kMaxEventText);
+  return sanitize_utf8(s);
+}
+
+// Per-source state: framing, parsing, tracebacks per rank stream, launcher summary.
+class SourceScanner : public io::ByteSink {
+ public:
+  SourceScanner(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt)
+      : engine_(engine), sink_(sink), job_(job), opt_(opt), scanner_(engine.db()) {}
+
+  void begin(const io::SourceInfo& info) override {
+    source_ = static_cast<uint32_t>(job_.sources.size());
+    job_.sources.push_back({});
+    stats().name = info.name;
+    stats().encoding = info.encoding;
+    framer_ = record::LineFramer(opt_.max_line);
+    joiners_.clear();
+    summary_ = record::LauncherSummaryTracker();
+    pending_.clear();
+    per_pattern_.clear();
+    last_time_.clear();
+  }
+
+  void data(std::string_view chunk) override {
+    stats().bytes += chunk.size();
+    framer_.feed(chunk, [this](const record::RawLine& l) { on_line(l); });
+  }
+
+  void end(const io::SourceInfo& info, const Status& status) override {
+    framer_.finish([this](const record::RawLine& l) { on_line(l); });
+    for (auto& [rank, joiner] : joiners_) {
+      if (auto tb = joiner.finish()) on_traceback(*tb, rank);
+    }
+    for (const auto& f : summary_.take()) {
+      record::Event e;
+      e.kind = record::EventKind::kLauncherFailure;
+      e.source = source_;
+      e.line = f.error_line ? f.error_line : f.line;
+      e.rank = f.rank;
+      e.local_rank = f.local_rank;
+      e.pid = f.pid;
+      e.node = f.host;
+      e.time_text = f.time_text;
+      int64_t us;
+      record::Clock clock;
+      bool sub;
+      if (record::parse_time(f.time_text, "torchrun", us, clock, sub)) {
+        e.time_us = us;
+        e.clock = clock;
+        e.time_subsecond = sub;
+      }
+      e.text = event_text(f.error);
+      e.in_launcher_summary = true;
+      e.summary_rank = f.rank;
+      e.exitcode = f.exitcode;
+      e.summary_root_cause = f.root_cause;
+      pending_.push_back(std::move(e));
+    }
+    std::stable_sort(pending_.begin(), pending_.end(),
+                     [](const record::Event& a, const record::Event& b) { return a.line < b.line; });
+    for (auto& e : pending_) {
+      e.seq = ++seq_;
+      sink_.event(e);
+    }
+    stats().events += pending_.size();
+    pending_.clear();
+    stats().lines = framer_.lines();
+    stats().lines_cut = framer_.cut_lines();
+    if (!status.ok()) {
+      stats().ok = false;
+      stats().error = status.error().to_string();
+    }
+    job_.lines += stats().lines;
+    job_.bytes += stats().bytes;
+    if (framer_.cut_lines() > 0) {
+      job_.notes.push_back(info.name + ": " + std::to_string(framer_.cut_lines()) +
+                           " line(s) longer than " + std::to_string(opt_.max_line) +
+                           " bytes were examined up to that length");
+    }
+  }
+
+ private:
+  SourceStats& stats() { return job_.sources[source_]; }
+
+  void fill_context(record::Event& e, const record::Record& rec, uint64_t line, uint64_t offset) {
+    e.source = source_;
+    e.line = line;
+    e.offset = offset;
+    e.rank = rec.rank;
+    e.local_rank = rec.local_rank;
+    e.pid = rec.pid;
+    e.gpu = rec.gpu;
+    e.node = rec.node;
+    e.level = rec.level;
+    if (rec.time_us != record::kNoTime) {
+      e.time_us = rec.time_us;
+      e.clock = rec.clock;
+      e.time_subsecond = rec.time_subsecond;
+      e.time_text = std::string(rec.time_text);
+    } else {
+      // A line without its own time (a traceback line) inherits the last time seen on
+      // its stream, marked as not sub-second so that it never wins a close race.
+      auto it = last_time_.find(rec.rank);
+      if (it != last_time_.end()) {
+        e.time_us = it->second.us;
+        e.clock = it->second.clock;
+        e.time_subsecond = false;
+      }
+    }
+    e.text = event_text(rec.message);
+  }
+
+  void on_line(const record::RawLine& raw) {
+    record::clean_line(raw.bytes, clean_);
+    record::Record rec;
+    engine_.prefixes().parse(clean_, rec);
+    if (rec.rank >= 0) ++stats().lines_with_rank;
+    if (rec.time_us != record::kNoTime) {
+      ++stats().lines_with_time;
+      last_time_[rec.rank] = {rec.time_us, rec.clock};
+    }
+    bool in_summary = summary_.feed(rec.message, raw.number);
+    int summary_rank = in_summary ? summary_.current_rank() : -1;
+
+    // Tracebacks are joined per rank stream, so interleaved ranks do not mix.
+    auto& joiner = joiners_[rec.rank];
+    if (auto tb = joiner.feed(rec, raw.number)) on_traceback(*tb, rec.rank);
+    if (joiner.active() && !joiner.current().exceptions.empty() &&
+        joiner.current().exceptions.back().line == raw.number) {
+      exception_meta_[{rec.rank, raw.number}] = make_exception_event(rec, raw, in_summary, summary_rank);
+    }
+
+    hits_.clear();
+    scanner_.scan(rec.message, hits_);
+    for (uint32_t id : hits_) {
+      const auto& ref = engine_.ref(id);
+      uint64_t& n = per_pattern_[id];
+      if (++n > opt_.max_events_per_pattern) {
+        ++stats().events_dropped;
+        continue;
+      }
+      const kb::Entry& entry = engine_.kb().entries[ref.entry];
+      const kb::Pattern& pat = entry.patterns[ref.pattern];
+      record::Event e;
+      e.kind = record::EventKind::kPattern;
+      fill_context(e, rec, raw.number, raw.offset);
+      e.entry_id = entry.id;
+      e.pattern_id = pat.id;
+      e.role = pat.role;
+      e.priority = pat.priority;
+      std::pair<size_t, size_t> span{0, 0};
+      engine_.db().captures(id, rec.message, &e.captures, &span);
+      e.match_len = span.second - span.first;
+      e.in_launcher_summary = in_summary;
+      e.summary_rank = summary_rank;
+      if (joiner.active()) e.traceback_first = joiner.current().first_line;
+      pending_.push_back(std::move(e));
+    }
+  }
+
+  record::Event make_exception_event(const record::Record& rec, const record::RawLine& raw, bool in_summary,
+                                     int summary_rank) {
+    record::Event e;
+    e.kind = record::EventKind::kException;
+    fill_context(e, rec, raw.number, raw.offset);
+    e.in_launcher_summary = in_summary;
+    e.summary_rank = summary_rank;
+    return e;
+  }
+
+  void on_traceback(const record::Traceback& tb, int rank) {
+    if (tb.exceptions.empty()) return;
+    const auto& fin = tb.exceptions.back();
+    auto it = exception_meta_.find({rank, fin.line});
+    record::Event e;
+    if (it != exception_meta_.end()) e = it->second;
+    e.kind = record::EventKind::kException;
+    e.source = source_;
+    e.line = fin.line;
+    e.text = event_text(fin.text);
+    e.exc_type = fin.type;
+    e.traceback_first = tb.first_line;
+    e.traceback_last = tb.last_line;
+    e.exception_line = true;
+    e.final_exception = true;
+    for (size_t i = 0; i + 1 < tb.exceptions.size(); ++i) e.exc_chain.push_back(event_text(tb.exceptions[i].text));
+    // Mark the pattern events that lie inside this traceback, on the same stream.
+    for (auto rit = pending_.rbegin(); rit != pending_.rend(); ++rit) {
+      if (rit->line < tb.first_line) break;
+      if (rit->kind != record::EventKind::kPattern || rit->rank != rank || rit->line > tb.last_line) continue;
+      rit->traceback_first = tb.first_line;
+      rit->traceback_last = tb.last_line;
+      for (const auto& x : tb.exceptions) {
+        if (x.line == rit->line) {
+          rit->exception_line = true;
+          rit->exc_type = x.type;
+        }
+      }
+      rit->final_exception = rit->line == fin.line;
+    }
+    for (const auto& x : tb.exceptions) exception_meta_.erase({rank, x.line});
+    pending_.push_back(std::move(e));
+  }
+
+  struct TimeMark {
+    int64_t us;
+    record::Clock clock;
+  };
+
+  const Engine& engine_;
+  EventSink& sink_;
+  JobStats& job_;
+  const ScanOptions& opt_;
+  match::Scanner scanner_;
+  uint32_t source_ = 0;
+  uint64_t seq_ = 0;
+  record::LineFramer framer_;
+  std::map<int, record::TracebackJoiner> joiners_;
+  std::map<std::pair<int, uint64_t>, record::Event> exception_meta_;
+  record::LauncherSummaryTracker summary_;
+  std::vector<record::Event> pending_;
+  std::unordered_map<uint32_t, uint64_t> per_pattern_;
+  std::unordered_map<int, TimeMark> last_time_;
+  std::vector<uint32_t> hits_;
+  std::string clean_;
+};
+
+}  // namespace
+
+JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
+                  const ScanOptions& options) {
+  JobStats job;
+  SourceScanner scanner(engine, sink, job, options);
+  io::InputReport rep = io::read_inputs(inputs, scanner, {});
+  for (auto& e : rep.errors) job.errors.push_back(std::move(e));
+  for (auto& n : rep.notes) job.notes.push_back(std::move(n));
+  return job;
+}
+
+namespace {
+class TextSource {
+ public:
+  static void run(io::ByteSink& sink, std::string_view name, std::string_view text) {
+    io::SourceInfo info{std::string(name), text.size(), "plain"};
+    sink.begin(info);
+    sink.data(text);
+    sink.end(info, Status::Ok());
+  }
+};
+}  // namespace
+
+JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
+                   const ScanOptions& options) {
+  JobStats job;
+  SourceScanner scanner(engine, sink, job, options);
+  TextSource::run(scanner, name, text);
+  return job;
+}
+
+}  // namespace ff::scan

@@ -1,0 +1,108 @@
+// scan/scan.h — the searcher: drives io, record and match over a job's inputs and
+// produces Events.
+//
+// An Engine is built once from a KnowledgeBase (it compiles every pattern into one
+// match::Database, cached on disk by KB hash, and the prefix formats). scan_job() reads
+// every input (io), frames and parses lines (record), matches them (match), joins
+// tracebacks and launcher summaries, and hands Events to an EventSink in (source, line)
+// order.
+//
+//   auto engine = scan::Engine::create(kb, {.cache_dir = dir});
+//   scan::CollectSink sink;
+//   scan::JobStats stats = scan::scan_job(*engine.value(), {"job.log"}, sink, {});
+//
+// Thread-safety: an Engine is immutable and may be shared; scan_job() is reentrant.
+// Failure behaviour: input problems are recorded in JobStats::errors and the rest of the
+// job is still scanned; content never aborts a scan.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "kb/kb.h"
+#include "match/match.h"
+#include "record/event.h"
+#include "record/record.h"
+
+namespace ff::scan {
+
+struct EngineOptions {
+  std::string cache_dir;   // compiled-database cache; empty disables it
+  bool use_vectorscan = true;
+};
+
+class Engine {
+ public:
+  static Result<std::shared_ptr<const Engine>> create(const kb::KnowledgeBase& kb, const EngineOptions& options = {});
+
+  const kb::KnowledgeBase& kb() const { return kb_; }
+  const match::Database& db() const { return *db_; }
+  const record::PrefixParser& prefixes() const { return *prefixes_; }
+  // Pattern id in the database -> (entry index, pattern index).
+  struct PatternRef {
+    size_t entry;
+    size_t pattern;
+  };
+  const PatternRef& ref(uint32_t id) const { return refs_[id]; }
+  // Problems found while compiling (patterns a backend rejected), as KB errors.
+  const std::vector<Error>& warnings() const { return warnings_; }
+
+ private:
+  Engine(const kb::KnowledgeBase& kb) : kb_(kb) {}
+  const kb::KnowledgeBase& kb_;
+  std::shared_ptr<const match::Database> db_;
+  std::unique_ptr<record::PrefixParser> prefixes_;
+  std::vector<PatternRef> refs_;
+  std::vector<Error> warnings_;
+};
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void event(const record::Event& e) = 0;
+};
+
+class CollectSink : public EventSink {
+ public:
+  void event(const record::Event& e) override { events.push_back(e); }
+  std::vector<record::Event> events;
+};
+
+struct SourceStats {
+  std::string name;
+  std::string encoding;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t lines_cut = 0;        // longer than the line limit
+  uint64_t lines_with_rank = 0;
+  uint64_t lines_with_time = 0;
+  uint64_t events = 0;
+  uint64_t events_dropped = 0;   // over the per-pattern cap
+  bool ok = true;
+  std::string error;
+};
+
+struct ScanOptions {
+  size_t max_line = 1 << 20;              // bytes of one line that are examined
+  uint64_t max_events_per_pattern = 2000; // per source; further hits are counted only
+};
+
+struct JobStats {
+  std::vector<SourceStats> sources;
+  std::vector<Error> errors;
+  std::vector<std::string> notes;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+};
+
+JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
+                  const ScanOptions& options = {});
+
+// Scans an in-memory text as one source (tests, the KB self-check).
+JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
+                   const ScanOptions& options = {});
+
+}  // namespace ff::scan
