@@ -86,8 +86,16 @@ Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources) 
   return ev;
 }
 
-// The better of two KB hits for naming an incident.
+bool more_specific(const Event* a, const Event* b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->match_len != b->match_len) return a->match_len > b->match_len;
+  return a->entry_id < b->entry_id;
+}
+
+// The better of two KB hits for naming an incident: on one line the most specific; on
+// different lines of a traceback, a root over a collateral, then the final exception.
 bool better_hit(const Event* a, const Event* b) {
+  if (a->line == b->line && a->source == b->source) return more_specific(a, b);
   auto role_rank = [](kb::Role r) {
     switch (r) {
       case kb::Role::kRoot: return 0;
@@ -147,6 +155,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     incidents.push_back(std::move(inc));
   }
   std::vector<const Event*> launcher_failures;
+  std::map<std::pair<uint32_t, uint64_t>, size_t> line_incident;
   for (const Event& e : events) {
     if (e.kind == EventKind::kLauncherFailure) {
       launcher_failures.push_back(&e);
@@ -166,10 +175,20 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
         continue;
       }
     }
+    // Several entries can match one line: one incident, named by the most specific
+    // hit (the KB rule: priority, then the longest match, then the id).
+    auto line_key = std::make_pair(e.source, e.line);
+    if (auto it = line_incident.find(line_key); it != line_incident.end()) {
+      Incident& inc = incidents[it->second];
+      inc.members.push_back(&e);
+      if (more_specific(&e, inc.hit)) inc.hit = inc.decisive = &e;
+      continue;
+    }
     Incident inc;
     inc.decisive = &e;
     inc.hit = &e;
     inc.members.push_back(&e);
+    line_incident[line_key] = incidents.size();
     incidents.push_back(std::move(inc));
   }
 

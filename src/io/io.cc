@@ -505,6 +505,55 @@ std::string archive_message(archive* a) {
   return m != nullptr && *m != '\0' ? std::string(m) : std::string("unknown error");
 }
 
+// Copies libarchive's data blocks out into the caller's buffer. archive_read_data() would
+// do this, but when a block fails after an earlier block was copied in the same call, it
+// returns only the error and the copied bytes are lost: a truncated member would lose its
+// tail. Holes of sparse members are filled with zeros.
+class ArchiveDataCursor {
+ public:
+  // Bytes copied (> 0), 0 at the end of the entry, or a negative libarchive status.
+  la_ssize_t read(archive* a, char* buf, size_t n) {
+    for (;;) {
+      if (hole_ > 0) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(n, hole_));
+        std::memset(buf, 0, k);
+        hole_ -= k;
+        pos_ += k;
+        return static_cast<la_ssize_t>(k);
+      }
+      if (avail_ > 0) {
+        const size_t k = std::min(n, avail_);
+        std::memcpy(buf, block_, k);
+        block_ += k;
+        avail_ -= k;
+        pos_ += k;
+        return static_cast<la_ssize_t>(k);
+      }
+      if (eof_) return 0;
+      const void* block = nullptr;
+      size_t size = 0;
+      la_int64_t offset = 0;
+      int r = archive_read_data_block(a, &block, &size, &offset);
+      if (r == ARCHIVE_EOF) {
+        eof_ = true;
+        return 0;
+      }
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return r;
+      if (offset > 0 && static_cast<uint64_t>(offset) > pos_) hole_ = static_cast<uint64_t>(offset) - pos_;
+      block_ = static_cast<const char*>(block);
+      avail_ = block_ != nullptr ? size : 0;
+    }
+  }
+  uint64_t position() const { return pos_; }
+
+ private:
+  const char* block_ = nullptr;
+  size_t avail_ = 0;
+  uint64_t hole_ = 0;
+  uint64_t pos_ = 0;
+  bool eof_ = false;
+};
+
 // bzip2 through libarchive (filter bzip2 + format raw). Opened on the first read so that
 // every failure comes through read(), like the other decoders.
 class Bzip2Reader final : public Reader {
@@ -519,7 +568,7 @@ class Bzip2Reader final : public Reader {
       if (!st.ok()) return fail(st.error());
       if (done_) return size_t{0};
     }
-    la_ssize_t r = archive_read_data(a_.get(), buf, n);
+    la_ssize_t r = cursor_.read(a_.get(), buf, n);
     if (r > 0) {
       total_out_ += static_cast<uint64_t>(r);
       return static_cast<size_t>(r);
@@ -575,6 +624,7 @@ class Bzip2Reader final : public Reader {
 
   ArchiveSource src_;  // declared before a_: the archive must be freed first
   ArchivePtr a_;
+  ArchiveDataCursor cursor_;
   bool done_ = false;
   uint64_t total_out_ = 0;
   std::optional<Error> error_;
@@ -759,19 +809,27 @@ bool has_hidden_component(std::string_view path) {
 // libarchive's text for a tar that fails by itself (not because the stream below failed).
 Error tar_error(archive* a) {
   std::string msg = archive_message(a);
-  if (contains_ci(msg, "truncat")) return make_error(ErrorCode::kTruncated, "tar archive ends early: " + msg);
+  if (contains_ci(msg, "truncat")) return make_error(ErrorCode::kTruncated, "truncated tar archive (" + msg + ")");
   return make_error(ErrorCode::kFormat, "corrupt tar archive: " + msg);
 }
 
 // The data of the current tar member.
 class MemberReader final : public Reader {
  public:
-  MemberReader(archive* a, ArchiveSource& src) : a_(a), src_(src) {}
+  MemberReader(archive* a, ArchiveSource& src, uint64_t size) : a_(a), src_(src), size_(size) {}
   Result<size_t> read(char* buf, size_t n) override {
     if (error_) return *error_;
-    la_ssize_t r = archive_read_data(a_, buf, n);
+    la_ssize_t r = cursor_.read(a_, buf, n);
     if (r >= 0) return static_cast<size_t>(r);
-    error_ = src_.error ? *src_.error : tar_error(a_);
+    if (src_.error) {
+      error_ = *src_.error;  // the stream below failed: its message says how
+    } else {
+      error_ = tar_error(a_);
+      if (error_->code == ErrorCode::kTruncated) {
+        error_->message = "truncated tar archive: the member ends after " + std::to_string(cursor_.position()) +
+                          " of its " + std::to_string(size_) + " bytes";
+      }
+    }
     return *error_;
   }
   bool failed() const { return error_.has_value(); }
@@ -779,6 +837,8 @@ class MemberReader final : public Reader {
  private:
   archive* a_;
   ArchiveSource& src_;
+  uint64_t size_;
+  ArchiveDataCursor cursor_;
   std::optional<Error> error_;
 };
 
@@ -836,7 +896,7 @@ void read_tar(Context& c, Reader& r, const SourceInfo& archive_info, const std::
       if (broken) break;
       continue;
     }
-    MemberReader member(a.get(), src);
+    MemberReader member(a.get(), src, usize);
     SourceInfo info{archive_info.name + ":" + path, usize, encoding};
     Outcome out = process_stream(c, member, info, encoding, depth, Origin::kMember, inner);
     if (member.failed()) {  // libarchive is in a fatal state after a data error

@@ -3,7 +3,8 @@
 // read_inputs() expands what the user named (files, directories, compressed files,
 // tar bundles, "-" for stdin) into *sources* — one logical log each — and streams each
 // source's bytes to a ByteSink in a deterministic order (inputs in the order given;
-// directory entries and archive members sorted by name). Several inputs form one job.
+// directory entries sorted by name; tar members in archive order, streamed so that
+// nothing is buffered and a piped archive works). Several inputs form one job.
 //
 //   struct Collect : io::ByteSink { ... };
 //   Collect sink;

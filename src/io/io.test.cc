@@ -108,6 +108,19 @@ bool have_tool(const char* tool) {
 
 void sh(const std::string& cmd) { ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd; }
 
+// What a command prints (its exit status is ignored: `gzip -dc` on a cut file fails after
+// printing everything it could decode, which is the reference we want).
+std::string capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
 class IoTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -348,6 +361,12 @@ TEST_F(IoTest, TruncatedGzipDeliversThePrefixThenReportsTruncation) {
   EXPECT_GT(s.data.size(), log.size() / 2) << "the decodable prefix is delivered";
   EXPECT_LT(s.data.size(), log.size());
   EXPECT_EQ(log.compare(0, s.data.size(), s.data), 0) << "delivered bytes are a prefix of the log";
+  // Exactly what gzip(1) itself recovers from the cut file.
+  // At least what gzip(1) recovers from the cut file (zlib may decode a byte or two more
+  // of the last partial deflate symbol run than gzip's own inflater).
+  const std::string reference = capture("gzip -dc '" + path("cut.gz") + "' 2>/dev/null");
+  EXPECT_GE(s.data.size(), reference.size());
+  EXPECT_LE(s.data.size(), reference.size() + 16);
   ASSERT_TRUE(s.error);
   EXPECT_EQ(s.error->code, ErrorCode::kTruncated);
   EXPECT_EQ(s.error->where.file, path("cut.gz"));
@@ -526,6 +545,13 @@ TEST_F(IoTest, TruncatedTarGzDeliversEarlierMembersAndReportsTheCutOne) {
   const Source& cut = sink.sources[1];
   EXPECT_EQ(cut.info.name, a + ":second.log");
   EXPECT_GT(cut.data.size(), 0u);
+  // Every decodable byte of the member: (at least) the tar stream gzip(1) recovers, less
+  // the first member (header + data padded to 512) and the second member's header.
+  const size_t tar_bytes = capture("gzip -dc '" + path("cut.tar.gz") + "' 2>/dev/null").size();
+  const size_t data_start = 512 + (l0.size() + 511) / 512 * 512 + 512;
+  ASSERT_GT(tar_bytes, data_start);
+  EXPECT_GE(cut.data.size(), tar_bytes - data_start);
+  EXPECT_LE(cut.data.size(), tar_bytes - data_start + 16);
   EXPECT_LT(cut.data.size(), l1.size());
   EXPECT_EQ(l1.compare(0, cut.data.size(), cut.data), 0);
   ASSERT_TRUE(cut.error);
@@ -533,6 +559,27 @@ TEST_F(IoTest, TruncatedTarGzDeliversEarlierMembersAndReportsTheCutOne) {
   ASSERT_EQ(rep.errors.size(), 1u);
   EXPECT_EQ(rep.errors[0].code, ErrorCode::kTruncated);
   EXPECT_EQ(rep.errors[0].where.file, a + ":second.log");
+}
+
+TEST_F(IoTest, TruncatedPlainTarDeliversTheCutMembersBytes) {
+  const std::string l0 = make_log(100, 0), l1 = make_log(1000, 1);
+  write_file(path("b/first.log"), l0);
+  write_file(path("b/second.log"), l1);
+  in_dir("tar -cf t.tar -C b first.log second.log");
+  const size_t data_start = 512 + (l0.size() + 511) / 512 * 512 + 512;
+  const size_t cut_at = data_start + 12345;
+  write_file(path("cut.tar"), read_file(path("t.tar")).substr(0, cut_at));
+  Collect sink;
+  InputReport rep = read_inputs({path("cut.tar")}, sink);
+  ASSERT_EQ(sink.sources.size(), 2u);
+  EXPECT_EQ(sink.sources[0].data, l0);
+  EXPECT_EQ(sink.sources[1].data, l1.substr(0, 12345));
+  ASSERT_TRUE(sink.sources[1].error);
+  EXPECT_EQ(sink.sources[1].error->code, ErrorCode::kTruncated);
+  EXPECT_EQ(sink.sources[1].error->message,
+            "truncated tar archive: the member ends after 12345 of its " + std::to_string(l1.size()) + " bytes");
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].where.file, path("cut.tar") + ":second.log");
 }
 
 TEST_F(IoTest, ArchiveMemberLimit) {

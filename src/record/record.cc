@@ -387,10 +387,10 @@ bool is_traceback_start(std::string_view s) {
   return s.find("Traceback (most recent call last):") != std::string_view::npos;
 }
 
+// Lines that announce that the traceback goes on with a related exception.
 bool is_chain_marker(std::string_view t) {
   return starts_with(t, "During handling of the above exception") ||
-         starts_with(t, "The above exception was the direct cause") || starts_with(t, "Original Traceback") ||
-         starts_with(t, "Traceback (most recent call last):");
+         starts_with(t, "The above exception was the direct cause") || starts_with(t, "Original Traceback");
 }
 
 }  // namespace
@@ -449,9 +449,26 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
   if (is_chain_marker(t)) {
     blank_run_ = 0;
     state_ = State::kFrames;
+    chained_ = !starts_with(t, "Original Traceback");
     cur_.last_line = line;
     return std::nullopt;
   }
+  if (is_traceback_start(t)) {
+    if (chained_) {
+      // "During handling ... another exception occurred:" then the next traceback.
+      chained_ = false;
+      state_ = State::kFrames;
+      cur_.last_line = line;
+      return std::nullopt;
+    }
+    // A new traceback right after a finished one (processes printing one after another).
+    std::optional<Traceback> out;
+    if (!cur_.exceptions.empty()) out = std::move(cur_);
+    state_ = State::kIdle;
+    feed(rec, line);
+    return out;
+  }
+  chained_ = false;
   if (state_ == State::kFrames) {
     if (ind > base_indent_ || starts_with(t, "File \"") || starts_with(t, "^") || starts_with(t, "~")) {
       cur_.last_line = line;
@@ -500,8 +517,9 @@ void LauncherSummaryTracker::close_entry() {
   cur_.reset();
 }
 
-bool LauncherSummaryTracker::feed(std::string_view message, uint64_t line) {
-  std::string_view t = trim(message);
+bool LauncherSummaryTracker::feed(const Record& rec, uint64_t line) {
+  std::string_view t = trim(rec.message);
+  if (t.empty() && active_) t = trim(rec.text);
   if (!active_) {
     if (t.find("ChildFailedError") != std::string_view::npos && ends_with(t, ":")) {
       active_ = true;

@@ -137,6 +137,7 @@ class TracebackJoiner {
   State state_ = State::kIdle;
   size_t base_indent_ = 0;
   int blank_run_ = 0;
+  bool chained_ = false;  // the last marker announced a chained traceback
   Traceback cur_;
 };
 
@@ -160,8 +161,10 @@ struct LauncherFailure {
 
 class LauncherSummaryTracker {
  public:
-  // Feeds a record's message; returns true when the line is part of a launcher summary.
-  bool feed(std::string_view message, uint64_t line);
+  // Feeds a record; returns true when the line is part of a launcher summary. The whole
+  // line is needed too: the summary's "[3]:" headers look like a torchrun rank prefix,
+  // which the prefix parser peels off.
+  bool feed(const Record& rec, uint64_t line);
   // The rank of the summary entry the last fed line belongs to, or -1.
   int current_rank() const { return cur_ ? cur_->rank : -1; }
   std::vector<LauncherFailure> take();

@@ -150,7 +150,7 @@ TEST(LauncherSummary, ParsesTorchrunFailureTable) {
   };
   LauncherSummaryTracker t;
   std::vector<bool> inside;
-  for (size_t i = 0; i < lines.size(); ++i) inside.push_back(t.feed(lines[i], i + 1));
+  for (size_t i = 0; i < lines.size(); ++i) inside.push_back(t.feed(rec_of(lines[i]), i + 1));
   EXPECT_TRUE(inside[0]);
   EXPECT_TRUE(inside[17]);
   EXPECT_FALSE(inside[18]);
@@ -195,6 +195,39 @@ TEST(PrefixParser, PeelsPrefixesFromKbFormats) {
   p.value()->parse("RuntimeError: not a prefix", rec);
   EXPECT_EQ(rec.message, "RuntimeError: not a prefix");
   EXPECT_EQ(rec.rank, -1);
+}
+
+}  // namespace
+}  // namespace ff::record
+
+namespace ff::record {
+namespace {
+
+TEST(TracebackJoiner, BackToBackTracebacksOfDifferentProcessesAreSeparate) {
+  TracebackJoiner j;
+  std::vector<std::string> lines = {
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 9, in <module>",
+      "RuntimeError: Connection closed by peer",
+      "During handling of the above exception, another exception occurred:",
+      "",
+      "Traceback (most recent call last):",
+      "  File \"b.py\", line 2, in g",
+      "KeyError: 'x'",
+      "done",
+  };
+  std::vector<Traceback> tbs;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (auto t = j.feed(rec_of(lines[i]), i + 1)) tbs.push_back(*t);
+  }
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[0].exceptions.back().line, 3u);
+  EXPECT_EQ(tbs[1].first_line, 4u);
+  ASSERT_EQ(tbs[1].exceptions.size(), 2u);
+  EXPECT_EQ(tbs[1].exceptions.back().type, "KeyError");
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ class SourceScanner : public io::ByteSink {
       ++stats().lines_with_time;
       last_time_[rec.rank] = {rec.time_us, rec.clock};
     }
-    bool in_summary = summary_.feed(rec.message, raw.number);
+    bool in_summary = summary_.feed(rec, raw.number);
     int summary_rank = in_summary ? summary_.current_rank() : -1;
 
     // Tracebacks are joined per rank stream, so interleaved ranks do not mix.
