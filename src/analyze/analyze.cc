@@ -11,7 +11,11 @@ namespace ff::analyze {
 using record::Event;
 using record::EventKind;
 
-std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type) {
+std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type,
+                                     const std::string& frame) {
+  for (const auto& r : kb.frames) {
+    if (!frame.empty() && frame.find(r.path) != std::string::npos) return r.category;
+  }
   std::string_view last = exc_type;
   if (size_t dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
   for (const auto& r : kb.exceptions) {
@@ -107,6 +111,9 @@ bool better_hit(const Event* a, const Event* b) {
   };
   if (role_rank(a->role) != role_rank(b->role)) return role_rank(a->role) < role_rank(b->role);
   if (a->priority != b->priority) return a->priority > b->priority;
+  // "During handling of the above exception, another exception occurred": the first
+  // exception is the cause, the later ones its consequences.
+  if (a->chained_cause != b->chained_cause) return a->chained_cause;
   if (a->final_exception != b->final_exception) return a->final_exception;
   if (a->exception_line != b->exception_line) return a->exception_line;
   if (a->match_len != b->match_len) return a->match_len > b->match_len;
@@ -198,7 +205,11 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     if (inc.hit) {
       inc.entry = kb.find(inc.hit->entry_id);
       inc.role = inc.hit->role;
-      if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line) inc.decisive = inc.hit;
+      // The hit's own line is decisive when it is the final exception, its continuation,
+      // or an exception that caused the rest; after "Original Traceback" the wrapped
+      // (final) exception stays decisive and the hit only names the entry.
+      if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line || inc.hit->chained_cause)
+        inc.decisive = inc.hit;
     }
     if (inc.entry) {
       inc.id = inc.entry->id;
@@ -207,7 +218,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     } else if (!inc.exc_type.empty()) {
       inc.id = "unrecognized." + inc.exc_type;
       inc.title = "Unrecognised " + inc.exc_type;
-      inc.category = guess_exception_category(kb, inc.exc_type);
+      inc.category = guess_exception_category(kb, inc.exc_type, dec.exc_frame);
       inc.role = is_teardown_exception(inc.exc_type) ? kb::Role::kCollateral : kb::Role::kRoot;
     }
     // A traceback whose hits are only collateral/symptoms but whose final exception is
@@ -217,7 +228,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       inc.entry = nullptr;
       inc.id = "unrecognized." + inc.exc_type;
       inc.title = "Unrecognised " + inc.exc_type;
-      inc.category = guess_exception_category(kb, inc.exc_type);
+      inc.category = guess_exception_category(kb, inc.exc_type, dec.exc_frame);
       inc.role = kb::Role::kRoot;
       inc.decisive = &dec;
     }
@@ -266,6 +277,32 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       rank_source = "launcher summary (same error text)";
     }
   }
+  // A hang: the ranks that timed out were waiting for the one that never entered the
+  // collective. When the job's ranks are known and exactly one of them did not time
+  // out, that rank is the suspect (the straggler).
+  if (primary && primary->category == "hang") {
+    std::set<int> world, timed_out;
+    std::set<std::string> hang_texts;
+    for (const auto& s : sources) world.insert(s.ranks.begin(), s.ranks.end());
+    for (const Incident& inc : incidents) {
+      if (inc.category != "hang" || (inc.role != kb::Role::kRoot && inc.role != kb::Role::kCollateral)) continue;
+      if (inc.rank >= 0) timed_out.insert(inc.rank);
+      hang_texts.insert(normalise(trim(inc.decisive->text)));
+    }
+    for (const Event* f : launcher_failures) {
+      if (f->rank < 0) continue;
+      world.insert(f->rank);
+      if (hang_texts.count(normalise(trim(f->text)))) timed_out.insert(f->rank);
+    }
+    std::vector<int> missing;
+    for (int r : world) {
+      if (!timed_out.count(r)) missing.push_back(r);
+    }
+    if (world.size() >= 2 && !timed_out.empty() && missing.size() == 1) {
+      primary_rank = missing[0];
+      rank_source = "straggler: the only rank of the job that did not time out";
+    }
+  }
   if (primary && primary_node.empty() && primary_rank >= 0) {
     for (const Event* f : launcher_failures) {
       if (f->rank == primary_rank && !f->node.empty()) primary_node = f->node;
@@ -290,7 +327,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     f.rank_source = rank_source;
     f.exception_type = primary->exc_type;
     Evidence dec = to_evidence(de, sources);
-    if (primary_rank >= 0) dec.rank = primary_rank;
+    if (!dec.rank && primary_rank >= 0 && rank_source.rfind("straggler", 0) != 0) dec.rank = primary_rank;
     f.evidence.push_back(dec);
     // Supporting lines: the exception chain and other hits in the same incident.
     for (const Event* m : primary->members) {

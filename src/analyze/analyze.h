@@ -24,6 +24,9 @@ Diagnosis diagnose(const std::vector<record::Event>& events, const std::vector<S
                    const kb::KnowledgeBase& kb);
 
 // The category guessed for an exception type no entry recognises.
-std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type);
+// The category guessed for an exception no entry recognises: from the innermost frame's
+// file when a rule names it, else from the exception type.
+std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type,
+                                     const std::string& frame = {});
 
 }  // namespace ff::analyze

@@ -80,6 +80,7 @@ struct SourceSummary {
   uint64_t events = 0;
   bool ok = true;
   std::string error;
+  std::vector<int> ranks;  // ranks seen in the source's prefixes (capped)
 };
 
 struct Diagnosis {

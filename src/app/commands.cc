@@ -51,7 +51,7 @@ Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors) {
 std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats) {
   std::vector<analyze::SourceSummary> out;
   for (const auto& s : stats.sources) {
-    out.push_back({s.name, s.encoding, s.bytes, s.lines, s.events, s.ok, s.error});
+    out.push_back({s.name, s.encoding, s.bytes, s.lines, s.events, s.ok, s.error, s.ranks});
   }
   return out;
 }

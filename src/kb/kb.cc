@@ -287,6 +287,16 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
       kb.exceptions.push_back(std::move(r));
     }
   }
+  if (YAML::Node fr = doc["frames"]; fr && fr.IsSequence()) {
+    for (size_t i = 0; i < fr.size(); ++i) {
+      FrameRule r{c.str(fr[i], "path", true), c.str(fr[i], "category", true)};
+      if (!contains(categories(), r.category)) {
+        c.fail(fr[i]["category"], "frames[" + std::to_string(i) + "].category", "unknown category '" + r.category + "'");
+        continue;
+      }
+      kb.frames.push_back(std::move(r));
+    }
+  }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
 

@@ -94,10 +94,18 @@ struct ExceptionRule {
   std::string category;
 };
 
+// Guessing a category from where an unrecognised exception was raised: the innermost
+// traceback frame's path contains `path` (kb/formats/exceptions.yaml, `frames:`).
+struct FrameRule {
+  std::string path;
+  std::string category;
+};
+
 struct KnowledgeBase {
   std::vector<Entry> entries;
   std::vector<PrefixFormat> prefixes;
   std::vector<ExceptionRule> exceptions;
+  std::vector<FrameRule> frames;
   std::string exception_default_category = "model-code";
   uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
 

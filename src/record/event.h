@@ -51,6 +51,8 @@ struct Event {
   bool exception_line = false;    // this line is one of the traceback's exception lines
   bool final_exception = false;   // ... and the final one
   std::string exc_type;
+  std::string exc_frame;          // innermost frame's file for the exception (kException)
+  bool chained_cause = false;     // an exception that caused the later ones in its traceback
   std::vector<std::string> exc_chain;  // earlier exception lines of the same traceback
 
   // Launcher summary: the line is inside torchrun's failure table.

@@ -432,6 +432,7 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
       // Frames are indented deeper than the line that holds "Traceback"; the exception
       // line returns to that line's indentation (torchrun's summary indents both).
       base_indent_ = indent_of(msg);
+      last_frame_.clear();
       state_ = State::kFrames;
       blank_run_ = 0;
     }
@@ -450,6 +451,7 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
     blank_run_ = 0;
     state_ = State::kFrames;
     chained_ = !starts_with(t, "Original Traceback");
+    if (chained_ && !cur_.exceptions.empty()) cur_.exceptions.back().chained_cause = true;
     cur_.last_line = line;
     return std::nullopt;
   }
@@ -471,13 +473,17 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
   chained_ = false;
   if (state_ == State::kFrames) {
     if (ind > base_indent_ || starts_with(t, "File \"") || starts_with(t, "^") || starts_with(t, "~")) {
+      if (starts_with(t, "File \"")) {
+        size_t close = t.find('"', 6);
+        if (close != std::string_view::npos) last_frame_ = std::string(t.substr(6, close - 6));
+      }
       cur_.last_line = line;
       blank_run_ = 0;
       return std::nullopt;
     }
     std::string type, message;
     if (parse_exception_line(t, type, message)) {
-      cur_.exceptions.push_back({line, std::move(type), std::move(message), std::string(t)});
+      cur_.exceptions.push_back({line, std::move(type), std::move(message), std::string(t), false, last_frame_});
       cur_.last_line = line;
       state_ = State::kAfterException;
       blank_run_ = 0;

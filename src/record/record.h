@@ -117,6 +117,9 @@ struct Traceback {
     std::string type;      // "RuntimeError", "torch.OutOfMemoryError"
     std::string message;   // text after "Type: "
     std::string text;      // the whole line as cleaned (without prefixes)
+    bool chained_cause = false;  // followed by "During handling ..." / "The above exception ...":
+                                 // this exception caused the ones after it
+    std::string last_frame;      // path of the innermost "File" frame before this line
   };
   std::vector<ExceptionLine> exceptions;  // in order; back() is the final one
 };
@@ -138,6 +141,7 @@ class TracebackJoiner {
   size_t base_indent_ = 0;
   int blank_run_ = 0;
   bool chained_ = false;  // the last marker announced a chained traceback
+  std::string last_frame_;
   Traceback cur_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "base/strings.h"
@@ -40,6 +41,7 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
 namespace {
 
 constexpr size_t kMaxEventText = 2000;
+constexpr size_t kMaxRanksTracked = 1 << 20;
 
 std::string event_text(std::string_view s) {
   s = trim(s);
@@ -64,6 +66,7 @@ class SourceScanner : public io::ByteSink {
     pending_.clear();
     per_pattern_.clear();
     last_time_.clear();
+    ranks_seen_.clear();
   }
 
   void data(std::string_view chunk) override {
@@ -110,6 +113,7 @@ class SourceScanner : public io::ByteSink {
     stats().events += pending_.size();
     pending_.clear();
     stats().lines = framer_.lines();
+    stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
     stats().lines_cut = framer_.cut_lines();
     if (!status.ok()) {
       stats().ok = false;
@@ -159,7 +163,10 @@ class SourceScanner : public io::ByteSink {
     record::clean_line(raw.bytes, clean_);
     record::Record rec;
     engine_.prefixes().parse(clean_, rec);
-    if (rec.rank >= 0) ++stats().lines_with_rank;
+    if (rec.rank >= 0) {
+      ++stats().lines_with_rank;
+      if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rec.rank);
+    }
     if (rec.time_us != record::kNoTime) {
       ++stats().lines_with_time;
       last_time_[rec.rank] = {rec.time_us, rec.clock};
@@ -224,6 +231,7 @@ class SourceScanner : public io::ByteSink {
     e.line = fin.line;
     e.text = event_text(fin.text);
     e.exc_type = fin.type;
+    e.exc_frame = fin.last_frame;
     e.traceback_first = tb.first_line;
     e.traceback_last = tb.last_line;
     e.exception_line = true;
@@ -231,7 +239,7 @@ class SourceScanner : public io::ByteSink {
     for (size_t i = 0; i + 1 < tb.exceptions.size(); ++i) e.exc_chain.push_back(event_text(tb.exceptions[i].text));
     // Mark the pattern events that lie inside this traceback, on the same stream.
     for (auto rit = pending_.rbegin(); rit != pending_.rend(); ++rit) {
-      if (rit->line < tb.first_line) break;
+      if (rit->kind == record::EventKind::kPattern && rit->line < tb.first_line) break;
       if (rit->kind != record::EventKind::kPattern || rit->rank != rank || rit->line > tb.last_line) continue;
       rit->traceback_first = tb.first_line;
       rit->traceback_last = tb.last_line;
@@ -239,6 +247,7 @@ class SourceScanner : public io::ByteSink {
         if (x.line == rit->line) {
           rit->exception_line = true;
           rit->exc_type = x.type;
+          rit->chained_cause = x.chained_cause;
         }
       }
       rit->final_exception = rit->line == fin.line;
@@ -268,6 +277,7 @@ class SourceScanner : public io::ByteSink {
   std::unordered_map<int, TimeMark> last_time_;
   std::vector<uint32_t> hits_;
   std::string clean_;
+  std::set<int> ranks_seen_;
 };
 
 }  // namespace

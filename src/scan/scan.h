@@ -83,6 +83,7 @@ struct SourceStats {
   uint64_t events_dropped = 0;   // over the per-pattern cap
   bool ok = true;
   std::string error;
+  std::vector<int> ranks;        // distinct ranks seen in line prefixes, sorted (capped)
 };
 
 struct ScanOptions {
