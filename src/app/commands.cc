@@ -36,7 +36,9 @@ void print_errors(const std::vector<Error>& errors, const char* what) {
 
 Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors) {
   Loaded l;
-  kb::LoadResult r = kb::load(kb::embedded_files(), opt.kb_dirs);
+  kb::LoadOptions lo;
+  lo.cache_dir = cache_dir(opt);
+  kb::LoadResult r = kb::load(kb::embedded_files(), opt.kb_dirs, lo);
   if (!quiet_kb_errors) print_errors(r.errors, "knowledge base");
   l.kb_errors = std::move(r.errors);
   l.kb = std::make_unique<kb::KnowledgeBase>(std::move(r.kb));

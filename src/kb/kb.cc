@@ -8,6 +8,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 
@@ -116,7 +119,8 @@ std::string check_regex(const std::string& rx) {
   return {};
 }
 
-Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok) {
+Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok,
+                  bool trusted) {
   FileChecker c{path, errors};
   Entry e;
   e.file = path;
@@ -192,7 +196,7 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
           c.fail(p["priority"], field + ".priority", "must be an integer");
         }
       }
-      if (!pat.regex.empty()) {
+      if (!pat.regex.empty() && !trusted) {
         std::string why = check_regex(pat.regex);
         if (!why.empty()) c.fail(p[has_rx ? "regex" : "literal"], field + (has_rx ? ".regex" : ".literal"), why);
       }
@@ -326,8 +330,6 @@ namespace {
 
 void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
                std::map<std::string, std::string>& id_files, bool is_override) {
-  kb.hash = fnv1a64(f.path, kb.hash);
-  kb.hash = fnv1a64(f.content, kb.hash);
   YAML::Node doc;
   try {
     doc = YAML::Load(f.content);
@@ -342,7 +344,7 @@ void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
       return;
     }
     bool ok = false;
-    Entry e = parse_entry(doc, f.path, errors, ok);
+    Entry e = parse_entry(doc, f.path, errors, ok, f.trusted);
     if (!ok) return;
     auto seen = id_files.find(e.id);
     if (seen != id_files.end() && !is_override) {
@@ -360,11 +362,106 @@ void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
 
 }  // namespace
 
-LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs) {
-  LoadResult r;
-  std::map<std::string, std::string> id_files;
-  for (const File& f : files) load_file(f, r.kb, r.errors, id_files, false);
+namespace {
+
+// ---- the parsed-KB cache: YAML parsing dominates start-up, so the loaded model is kept
+// as MessagePack keyed by the hash of every file's path and content.
+using nlohmann::json;
+
+json errors_to_json(const std::vector<Error>& errors) {
+  json a = json::array();
+  for (const auto& e : errors)
+    a.push_back({static_cast<int>(e.code), e.message, e.where.file, e.where.line, e.where.field});
+  return a;
+}
+
+std::vector<Error> errors_from_json(const json& a) {
+  std::vector<Error> out;
+  for (const auto& e : a)
+    out.push_back(make_error(static_cast<ErrorCode>(e[0].get<int>()), e[1].get<std::string>(),
+                             {e[2].get<std::string>(), e[3].get<int>(), e[4].get<std::string>()}));
+  return out;
+}
+
+json kb_to_json(const KnowledgeBase& kb) {
+  json j;
+  json entries = json::array();
+  for (const auto& e : kb.entries) {
+    json pats = json::array();
+    for (const auto& p : e.patterns)
+      pats.push_back({p.id, static_cast<int>(p.role), p.regex, p.literal, p.priority, p.line});
+    json syms = json::array();
+    for (const auto& s : e.symptoms) syms.push_back({s.symptom, s.why});
+    json refs = json::array();
+    for (const auto& r : e.references) refs.push_back({r.url, r.note});
+    json exs = json::array();
+    for (const auto& x : e.examples) exs.push_back({x.text, x.captures, x.line});
+    entries.push_back({e.id, e.title, e.category, e.severity, e.phase, e.frameworks, e.tags, e.summary, pats, syms,
+                       e.root_cause, e.fix, e.verify, e.prevention, e.related, refs, e.code_examples, exs, e.negatives,
+                       e.file});
+  }
+  j["entries"] = std::move(entries);
+  json pre = json::array();
+  for (const auto& p : kb.prefixes) pre.push_back({p.id, p.regex, p.consume, p.time_format, p.samples, p.line});
+  j["prefixes"] = std::move(pre);
+  json ex = json::array();
+  for (const auto& r : kb.exceptions) ex.push_back({r.type, r.category});
+  j["exceptions"] = std::move(ex);
+  json fr = json::array();
+  for (const auto& r : kb.frames) fr.push_back({r.path, r.category});
+  j["frames"] = std::move(fr);
+  j["default"] = kb.exception_default_category;
+  return j;
+}
+
+void kb_from_json(const json& j, KnowledgeBase& kb) {
+  for (const auto& x : j["entries"]) {
+    Entry e;
+    e.id = x[0]; e.title = x[1]; e.category = x[2]; e.severity = x[3]; e.phase = x[4];
+    e.frameworks = x[5].get<std::vector<std::string>>();
+    e.tags = x[6].get<std::vector<std::string>>();
+    e.summary = x[7];
+    for (const auto& p : x[8])
+      e.patterns.push_back({p[0], static_cast<Role>(p[1].get<int>()), p[2], p[3], p[4], p[5]});
+    for (const auto& s : x[9]) e.symptoms.push_back({s[0], s[1]});
+    e.root_cause = x[10];
+    e.fix = x[11].get<std::vector<std::string>>();
+    e.verify = x[12];
+    e.prevention = x[13].get<std::vector<std::string>>();
+    e.related = x[14].get<std::vector<std::string>>();
+    for (const auto& r : x[15]) e.references.push_back({r[0], r[1]});
+    e.code_examples = x[16].get<std::map<std::string, std::string>>();
+    for (const auto& ex : x[17]) e.examples.push_back({ex[0], ex[1].get<std::map<std::string, std::string>>(), ex[2]});
+    e.negatives = x[18].get<std::vector<std::string>>();
+    e.file = x[19];
+    kb.entries.push_back(std::move(e));
+  }
+  for (const auto& p : j["prefixes"])
+    kb.prefixes.push_back({p[0], p[1], p[2], p[3], p[4].get<std::vector<std::string>>(), p[5]});
+  for (const auto& r : j["exceptions"]) kb.exceptions.push_back({r[0], r[1]});
+  for (const auto& r : j["frames"]) kb.frames.push_back({r[0], r[1]});
+  kb.exception_default_category = j["default"];
+}
+
+constexpr const char* kCacheVersion = "kbcache-1";
+
+std::string read_all(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs,
+                const LoadOptions& options) {
   namespace fs = std::filesystem;
+  LoadResult r;
+  // 1. Every file, embedded first, then each override directory in order.
+  std::vector<std::pair<File, bool>> all;  // (file, is_override)
+  for (const File& f : files) all.emplace_back(f, false);
   for (const std::string& dir : override_dirs) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -379,22 +476,66 @@ LoadResult load(const std::vector<File>& files, const std::vector<std::string>& 
     }
     std::sort(paths.begin(), paths.end());
     for (const std::string& p : paths) {
-      std::ifstream in(p, std::ios::binary);
-      if (!in) {
+      bool ok = false;
+      std::string content = read_all(p, ok);
+      if (!ok) {
         r.errors.push_back(make_error(ErrorCode::kIo, "cannot read knowledge-base file", {p, 0, ""}));
         continue;
       }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      // Override files are keyed by their path relative to the directory so that
-      // "formats/..." is recognised the same way as in the embedded set.
-      std::string rel = fs::relative(p, dir, ec).string();
-      File f{is_format_path(rel) ? rel : p, ss.str()};
-      if (is_format_path(rel)) f.path = p.substr(0, p.size() - rel.size()) + rel;
-      load_file(f, r.kb, r.errors, id_files, true);
+      all.emplace_back(File{p, std::move(content), false}, true);
     }
   }
+  // 2. The hash of everything decides whether the cached model can be used.
+  uint64_t hash = fnv1a64(kCacheVersion);
+  for (const auto& [f, over] : all) {
+    hash = fnv1a64(f.path, hash);
+    hash = fnv1a64(f.content, hash);
+  }
+  std::string cache_file;
+  if (!options.cache_dir.empty()) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "kb-%016llx.msgpack", static_cast<unsigned long long>(hash));
+    cache_file = (fs::path(options.cache_dir) / name).string();
+    bool ok = false;
+    std::string bytes = read_all(cache_file, ok);
+    if (ok && !bytes.empty()) {
+      json j = json::from_msgpack(bytes, true, false);
+      if (!j.is_discarded()) {
+        try {
+          kb_from_json(j["kb"], r.kb);
+          auto cached_errors = errors_from_json(j["errors"]);
+          r.errors.insert(r.errors.end(), cached_errors.begin(), cached_errors.end());
+          r.kb.hash = hash;
+          Loader::index(r.kb);
+          return r;
+        } catch (const json::exception&) {
+          r.kb = KnowledgeBase{};  // a stale or damaged cache: parse the YAML instead
+        }
+      }
+    }
+  }
+  // 3. Parse.
+  std::map<std::string, std::string> id_files;
+  size_t first_parse_error = r.errors.size();
+  for (const auto& [f, over] : all) load_file(f, r.kb, r.errors, id_files, over);
+  r.kb.hash = hash;
   Loader::index(r.kb);
+  if (!cache_file.empty()) {
+    json j;
+    j["kb"] = kb_to_json(r.kb);
+    j["errors"] = errors_to_json(std::vector<Error>(r.errors.begin() + static_cast<long>(first_parse_error), r.errors.end()));
+    std::vector<uint8_t> bytes = json::to_msgpack(j);
+    std::error_code ec;
+    fs::create_directories(options.cache_dir, ec);
+    std::string tmp = cache_file + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    fs::rename(tmp, cache_file, ec);  // atomic: a reader never sees half a file
+    if (ec) fs::remove(tmp, ec);
+    prune_cache(options.cache_dir, "kb-", 8);
+  }
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "match/match.h"
 
+#include "base/strings.h"
+
 #include <re2/re2.h>
 #include <re2/set.h>
 
@@ -136,6 +138,7 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
   std::free(bytes);
   std::filesystem::rename(tmp, final_path, ec);  // atomic: readers never see half a file
   if (ec) std::filesystem::remove(tmp, ec);
+  prune_cache(opt.cache_dir, "patterns-", 8);
 }
 
 // Compiles the patterns; patterns Vectorscan rejects are returned in `rejected`.
