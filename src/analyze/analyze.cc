@@ -267,14 +267,32 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
   std::string rank_source = primary ? primary->rank_source : "";
   std::string primary_node = primary ? primary->node : "";
   if (primary && primary_rank < 0) {
-    std::set<int> ranks;
-    std::string want = normalise(trim(primary->decisive->text));
-    for (const Event* f : launcher_failures) {
-      if (!f->text.empty() && normalise(trim(f->text)) == want && f->rank >= 0) ranks.insert(f->rank);
+    // Texts that belong to the primary incident: its decisive line and every exception
+    // line of its traceback (a chained traceback ends on a consequence).
+    std::set<std::string> mine;
+    for (const Event* m : primary->members) {
+      mine.insert(normalise(trim(m->text)));
+      for (const auto& x : m->exc_chain) mine.insert(normalise(trim(x)));
     }
-    if (ranks.size() == 1) {
-      primary_rank = *ranks.begin();
+    std::set<std::string> others;  // what the collateral incidents said
+    for (const Incident& inc : incidents) {
+      if (&inc != primary && inc.role == kb::Role::kCollateral && !inc.decisive->in_launcher_summary)
+        others.insert(normalise(trim(inc.decisive->text)));
+    }
+    std::set<int> same, unexplained;
+    for (const Event* f : launcher_failures) {
+      if (f->rank < 0) continue;
+      std::string t = normalise(trim(f->text));
+      if (!t.empty() && mine.count(t)) same.insert(f->rank);
+      else if (t.empty() || !others.count(t)) unexplained.insert(f->rank);
+    }
+    if (same.size() == 1) {
+      primary_rank = *same.begin();
       rank_source = "launcher summary (same error text)";
+    } else if (same.empty() && unexplained.size() == 1 && launcher_failures.size() > 1) {
+      // Every other failed rank reported a collateral error; the one left is the origin.
+      primary_rank = *unexplained.begin();
+      rank_source = "launcher summary (the only failed rank without a collateral error)";
     }
   }
   // A hang: the ranks that timed out were waiting for the one that never entered the
