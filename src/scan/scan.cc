@@ -67,6 +67,7 @@ class SourceScanner : public io::ByteSink {
     per_pattern_.clear();
     last_time_.clear();
     ranks_seen_.clear();
+    wrapper_.clear();
   }
 
   void data(std::string_view chunk) override {
@@ -182,6 +183,23 @@ class SourceScanner : public io::ByteSink {
       exception_meta_[{rec.rank, raw.number}] = make_exception_event(rec, raw, in_summary, summary_rank);
     }
 
+    // "X raised:" (torch._dynamo's BackendCompilerFailed and similar wrappers) puts the
+    // real exception on the next line of the stream: the hits of the wrapper line are
+    // re-anchored there, so the decisive line is the cause, named by the wrapper's entry.
+    if (auto w = wrapper_.find(rec.rank); w != wrapper_.end()) {
+      std::string type, msg;
+      if (record::parse_exception_line(rec.message, type, msg)) {
+        for (size_t i = w->second.first; i < pending_.size(); ++i) {
+          if (pending_[i].line != w->second.line || pending_[i].rank != rec.rank) continue;
+          pending_[i].line = raw.number;
+          pending_[i].offset = raw.offset;
+          pending_[i].text = event_text(rec.message);
+          pending_[i].exc_type = type;
+        }
+      }
+      wrapper_.erase(w);  // only the line right after the wrapper (on its stream) counts
+    }
+    size_t first_new = pending_.size();
     hits_.clear();
     scanner_.scan(rec.message, hits_);
     for (uint32_t id : hits_) {
@@ -208,6 +226,8 @@ class SourceScanner : public io::ByteSink {
       if (joiner.active()) e.traceback_first = joiner.current().first_line;
       pending_.push_back(std::move(e));
     }
+    if (pending_.size() > first_new && ends_with(trim(rec.message), "raised:"))
+      wrapper_[rec.rank] = {raw.number, first_new};
   }
 
   record::Event make_exception_event(const record::Record& rec, const record::RawLine& raw, bool in_summary,
@@ -278,6 +298,11 @@ class SourceScanner : public io::ByteSink {
   std::vector<uint32_t> hits_;
   std::string clean_;
   std::set<int> ranks_seen_;
+  struct Wrapper {
+    uint64_t line;   // the "... raised:" line
+    size_t first;    // its first event in pending_
+  };
+  std::unordered_map<int, Wrapper> wrapper_;
 };
 
 }  // namespace
