@@ -378,6 +378,9 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
   std::map<std::string, size_t> coll_index;
   for (const Incident& inc : incidents) {
     if (&inc == primary || inc.id.empty()) continue;
+    // The launcher's failure table restates what the ranks printed; counting it again
+    // would double every collateral line and list the primary as its own collateral.
+    if (inc.decisive->in_launcher_summary) continue;
     bool reactive = inc.role == kb::Role::kCollateral || inc.role == kb::Role::kRoot;
     if (!reactive) continue;
     if (inc.role == kb::Role::kRoot && inc.entry && !entry_is_failure(inc.entry)) continue;
@@ -443,7 +446,9 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
   // 8. Timeline: incidents in order, the same normalised line across ranks merged.
   std::vector<const Incident*> ordered;
   for (const Incident& inc : incidents) {
-    if (!inc.id.empty() && inc.role != kb::Role::kContext) ordered.push_back(&inc);
+    if (inc.id.empty() || inc.role == kb::Role::kContext) continue;
+    if (inc.decisive->in_launcher_summary && &inc != primary) continue;
+    ordered.push_back(&inc);
   }
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const Incident* a, const Incident* b) { return earlier(a->decisive, b->decisive); });

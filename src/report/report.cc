@@ -43,6 +43,11 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string trimmed(const std::string& s) {
+  size_t b = s.find_first_not_of(" \n\t"), e = s.find_last_not_of(" \n\t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
 }  // namespace
 
 std::string render_json(const Diagnosis& d, int indent) {
@@ -171,13 +176,13 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       const auto& e = p.evidence[0];
       out += fmt::format("  {}:{}\n  {} {}\n", e.source, e.line, paint("1;31", ">"), e.text);
     }
-    if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), p.summary);
-    if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), p.root_cause);
+    if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), trimmed(p.summary));
+    if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), trimmed(p.root_cause));
     if (!p.fix.empty()) {
       out += fmt::format("\n{}\n", paint("1", "Fix"));
       for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, p.fix[i]);
     }
-    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), p.verify);
+    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), trimmed(p.verify));
   } else {
     out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
   }

@@ -1,0 +1,152 @@
+#include "analyze/analyze.h"
+
+#include <gtest/gtest.h>
+
+namespace ff::analyze {
+namespace {
+
+using record::Event;
+using record::EventKind;
+
+std::string entry_yaml(const std::string& id, const std::string& category, const std::string& severity = "fatal") {
+  return "id: " + id + "\ntitle: " + id + "\ncategory: " + category + "\nseverity: " + severity +
+         "\nphase: any\nframeworks: [x]\nsummary: s\nroot_cause: r\nfix: [f]\nverify: v\n"
+         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: root, literal: '" + id +
+         " marker'}\nexamples: ['" + id + " marker']\n";
+}
+
+kb::KnowledgeBase test_kb() {
+  auto r = kb::load({{"a.yaml", entry_yaml("t.oom", "gpu-memory")},
+                     {"b.yaml", entry_yaml("t.peer-lost", "communication")},
+                     {"c.yaml", entry_yaml("t.xid", "hardware")},
+                     {"d.yaml", entry_yaml("t.timeout", "hang")},
+                     {"e.yaml", entry_yaml("t.warn", "numerical", "warning")},
+                     {"formats/exceptions.yaml", "exceptions:\n  - {type: OSError, category: storage}\n"
+                                                 "frames:\n  - {path: torch/utils/data/, category: data-pipeline}\n"}});
+  EXPECT_TRUE(r.errors.empty());
+  return std::move(r.kb);
+}
+
+Event hit(const std::string& entry, kb::Role role, uint64_t line, int rank, int64_t t_ms = record::kNoTime,
+          uint32_t source = 0) {
+  Event e;
+  e.kind = EventKind::kPattern;
+  e.entry_id = entry;
+  e.pattern_id = "p";
+  e.role = role;
+  e.line = line;
+  e.rank = rank;
+  e.source = source;
+  e.text = entry + " marker on rank " + std::to_string(rank);
+  if (t_ms != record::kNoTime) {
+    e.time_us = t_ms * 1000;
+    e.clock = record::Clock::kWall;
+    e.time_subsecond = true;
+    e.time_text = std::to_string(t_ms);
+  }
+  return e;
+}
+
+std::vector<SourceSummary> one_source() { return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}}}; }
+
+TEST(Diagnose, NoEventsIsHealthy) {
+  kb::KnowledgeBase kb = test_kb();
+  Diagnosis d = diagnose({}, one_source(), kb);
+  EXPECT_EQ(d.verdict, "healthy");
+  EXPECT_FALSE(d.primary.has_value());
+}
+
+TEST(Diagnose, FirstRootWinsAndPeerLossIsCollateralExplainedByIt) {
+  kb::KnowledgeBase kb = test_kb();
+  std::vector<Event> ev = {hit("t.peer-lost", kb::Role::kCollateral, 5, 0, 1500),
+                           hit("t.oom", kb::Role::kRoot, 7, 3, 1000),  // earlier in time, later in the file
+                           hit("t.peer-lost", kb::Role::kCollateral, 9, 1, 1510)};
+  ev[1].source = 1;
+  Diagnosis d = diagnose(ev, {one_source()[0], one_source()[0]}, kb);
+  ASSERT_TRUE(d.primary.has_value());
+  EXPECT_EQ(d.verdict, "failed");
+  EXPECT_EQ(d.primary->id, "t.oom");
+  EXPECT_EQ(d.primary->rank, 3);
+  ASSERT_EQ(d.collateral.size(), 1u);
+  EXPECT_EQ(d.collateral[0].id, "t.peer-lost");
+  EXPECT_EQ(d.collateral[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(d.collateral[0].count, 2);
+  EXPECT_EQ(d.collateral[0].explained_by, "t.oom");
+}
+
+TEST(Diagnose, HardwareOutranksAnEarlierSoftwareFailure) {
+  kb::KnowledgeBase kb = test_kb();
+  std::vector<Event> ev = {hit("t.oom", kb::Role::kRoot, 1, 0, 1000), hit("t.xid", kb::Role::kRoot, 2, -1, 2000)};
+  Diagnosis d = diagnose(ev, one_source(), kb);
+  EXPECT_EQ(d.primary->id, "t.xid");
+  EXPECT_EQ(d.primary->category, "hardware");
+  ASSERT_FALSE(d.hypotheses.empty());
+  EXPECT_EQ(d.hypotheses[0].id, "t.oom");
+}
+
+TEST(Diagnose, WarningSeverityAloneKeepsTheRunHealthy) {
+  kb::KnowledgeBase kb = test_kb();
+  Diagnosis d = diagnose({hit("t.warn", kb::Role::kRoot, 3, 0)}, one_source(), kb);
+  EXPECT_EQ(d.verdict, "healthy");
+  ASSERT_EQ(d.symptoms.size(), 1u);
+  EXPECT_EQ(d.symptoms[0].id, "t.warn");
+}
+
+TEST(Diagnose, OnlyCollateralStillFailsWithLowConfidence) {
+  kb::KnowledgeBase kb = test_kb();
+  Diagnosis d = diagnose({hit("t.peer-lost", kb::Role::kCollateral, 3, 0)}, one_source(), kb);
+  EXPECT_EQ(d.verdict, "failed");
+  EXPECT_EQ(d.primary->id, "t.peer-lost");
+  EXPECT_LT(d.primary->confidence, 0.5);
+}
+
+TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
+  kb::KnowledgeBase kb = test_kb();
+  Event e;
+  e.kind = EventKind::kException;
+  e.line = 12;
+  e.exc_type = "OSError";
+  e.text = "OSError: [Errno 5] Input/output error";
+  e.traceback_first = 9;
+  e.traceback_last = 12;
+  Diagnosis d = diagnose({e}, one_source(), kb);
+  EXPECT_EQ(d.primary->id, "unrecognized.OSError");
+  EXPECT_EQ(d.primary->category, "storage");
+  e.exc_frame = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py";
+  d = diagnose({e}, one_source(), kb);
+  EXPECT_EQ(d.primary->category, "data-pipeline");
+}
+
+TEST(Diagnose, StragglerIsTheOnlyRankThatDidNotTimeOut) {
+  kb::KnowledgeBase kb = test_kb();
+  std::vector<Event> ev = {hit("t.timeout", kb::Role::kRoot, 10, 0, 1000), hit("t.timeout", kb::Role::kRoot, 11, 1, 1001),
+                           hit("t.timeout", kb::Role::kRoot, 12, 2, 1002)};
+  auto src = one_source();
+  src[0].ranks = {0, 1, 2, 3};
+  Diagnosis d = diagnose(ev, src, kb);
+  EXPECT_EQ(d.primary->id, "t.timeout");
+  EXPECT_EQ(d.primary->rank, 3);
+  EXPECT_NE(d.primary->rank_source.find("straggler"), std::string::npos);
+  EXPECT_EQ(d.primary->evidence[0].rank, 0);  // the quoted line is rank 0's own
+}
+
+TEST(Diagnose, RankFromLauncherSummaryWhenTheLineHasNone) {
+  kb::KnowledgeBase kb = test_kb();
+  Event root = hit("t.oom", kb::Role::kRoot, 5, -1);
+  root.text = "t.oom marker: tried to allocate 2 GiB";
+  Event lf;
+  lf.kind = EventKind::kLauncherFailure;
+  lf.line = 40;
+  lf.rank = 6;
+  lf.in_launcher_summary = true;
+  lf.text = "t.oom marker: tried to allocate 2 GiB";
+  Event lf2 = lf;
+  lf2.rank = 1;
+  lf2.text = "something else";
+  Diagnosis d = diagnose({root, lf, lf2}, one_source(), kb);
+  EXPECT_EQ(d.primary->rank, 6);
+  EXPECT_EQ(d.primary->rank_source, "launcher summary (same error text)");
+}
+
+}  // namespace
+}  // namespace ff::analyze
