@@ -19,22 +19,13 @@ enum class EventKind : uint8_t {
 };
 const char* event_kind_name(EventKind kind);
 
-struct Event {
+struct Event : Origin {
   EventKind kind = EventKind::kPattern;
   uint32_t source = 0;       // index into the job's source list
   uint64_t line = 0;         // 1-based line in the source
   uint64_t offset = 0;       // byte offset of the line
   uint64_t seq = 0;          // global order of arrival in (source, line) order
-  int rank = -1;
-  int local_rank = -1;
-  int pid = -1;
-  int gpu = -1;
-  std::string node;
-  int64_t time_us = kNoTime;
-  Clock clock = Clock::kNone;
-  bool time_subsecond = false;
   std::string time_text;
-  char level = 0;
   std::string text;          // the line's message (prefixes removed), valid UTF-8, capped
 
   // kPattern

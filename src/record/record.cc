@@ -13,6 +13,25 @@ namespace ff::record {
 // ---------------------------------------------------------------------------
 // Line framing
 
+void LineFramer::emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line) {
+  RawLine line;
+  line.number = ++number_;
+  line.offset = line_start_;
+  line.bytes = bytes;
+  line.cut = cut;
+  if (cut) ++cut_lines_;
+  on_line(line);
+  pending_.clear();
+  pending_cut_ = false;
+}
+
+// Appends at most what still fits under max_line_ to the pending line.
+void LineFramer::keep(std::string_view piece) {
+  size_t room = max_line_ > pending_.size() ? max_line_ - pending_.size() : 0;
+  if (piece.size() > room) pending_cut_ = true;
+  pending_.append(piece.substr(0, std::min(room, piece.size())));
+}
+
 void LineFramer::feed(std::string_view chunk, const std::function<void(const RawLine&)>& on_line) {
   size_t pos = 0;
   while (pos < chunk.size()) {
@@ -20,30 +39,17 @@ void LineFramer::feed(std::string_view chunk, const std::function<void(const Raw
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
     std::string_view piece = chunk.substr(pos, end - pos);
     if (!nl) {
-      // Incomplete line: keep at most max_line_ bytes of it.
-      size_t room = max_line_ > pending_.size() ? max_line_ - pending_.size() : 0;
-      if (piece.size() > room) pending_cut_ = true;
-      pending_.append(piece.substr(0, std::min(room, piece.size())));
+      keep(piece);  // an incomplete line waits for the next chunk
       offset_ += piece.size();
       return;
     }
-    RawLine line;
-    line.number = ++number_;
-    line.offset = line_start_;
     if (pending_.empty() && !pending_cut_) {
-      line.cut = piece.size() > max_line_;
-      line.bytes = piece.substr(0, std::min(piece.size(), max_line_));
+      // The common case: the whole line is inside this chunk; no copy.
+      emit(piece.substr(0, std::min(piece.size(), max_line_)), piece.size() > max_line_, on_line);
     } else {
-      size_t room = max_line_ > pending_.size() ? max_line_ - pending_.size() : 0;
-      if (piece.size() > room) pending_cut_ = true;
-      pending_.append(piece.substr(0, std::min(room, piece.size())));
-      line.bytes = pending_;
-      line.cut = pending_cut_;
+      keep(piece);
+      emit(pending_, pending_cut_, on_line);
     }
-    if (line.cut) ++cut_lines_;
-    on_line(line);
-    pending_.clear();
-    pending_cut_ = false;
     offset_ += piece.size() + 1;
     line_start_ = offset_;
     pos = end + 1;
@@ -52,15 +58,7 @@ void LineFramer::feed(std::string_view chunk, const std::function<void(const Raw
 
 void LineFramer::finish(const std::function<void(const RawLine&)>& on_line) {
   if (pending_.empty() && !pending_cut_) return;
-  RawLine line;
-  line.number = ++number_;
-  line.offset = line_start_;
-  line.bytes = pending_;
-  line.cut = pending_cut_;
-  if (line.cut) ++cut_lines_;
-  on_line(line);
-  pending_.clear();
-  pending_cut_ = false;
+  emit(pending_, pending_cut_, on_line);
   line_start_ = offset_;
 }
 

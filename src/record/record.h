@@ -58,6 +58,8 @@ class LineFramer {
   uint64_t cut_lines() const { return cut_lines_; }
 
  private:
+  void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line);
+  void keep(std::string_view piece);
   size_t max_line_;
   std::string pending_;
   bool pending_cut_ = false;
@@ -72,9 +74,9 @@ class LineFramer {
 // redraw with \r), trailing \r dropped, NUL bytes dropped.
 void clean_line(std::string_view raw, std::string& out);
 
-struct Record {
-  std::string_view text;     // the cleaned line
-  std::string_view message;  // the text after the peeled prefixes
+// Who wrote a line and when, as far as the log says (-1 / empty / kNoTime when not).
+// Shared by Record (one line) and Event (what analysis sees).
+struct Origin {
   int rank = -1;
   int local_rank = -1;
   int pid = -1;
@@ -83,8 +85,13 @@ struct Record {
   int64_t time_us = kNoTime;
   Clock clock = Clock::kNone;
   bool time_subsecond = false;
-  std::string_view time_text;
   char level = 0;            // 'D', 'I', 'W', 'E', 'F' or 0
+};
+
+struct Record : Origin {
+  std::string_view text;     // the cleaned line
+  std::string_view message;  // the text after the peeled prefixes
+  std::string_view time_text;
   std::string prefix_id;     // the first prefix format that matched (for stats)
 };
 

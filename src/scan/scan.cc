@@ -133,19 +133,11 @@ class SourceScanner : public io::ByteSink {
   SourceStats& stats() { return job_.sources[source_]; }
 
   void fill_context(record::Event& e, const record::Record& rec, uint64_t line, uint64_t offset) {
+    static_cast<record::Origin&>(e) = rec;
     e.source = source_;
     e.line = line;
     e.offset = offset;
-    e.rank = rec.rank;
-    e.local_rank = rec.local_rank;
-    e.pid = rec.pid;
-    e.gpu = rec.gpu;
-    e.node = rec.node;
-    e.level = rec.level;
     if (rec.time_us != record::kNoTime) {
-      e.time_us = rec.time_us;
-      e.clock = rec.clock;
-      e.time_subsecond = rec.time_subsecond;
       e.time_text = std::string(rec.time_text);
     } else {
       // A line without its own time (a traceback line) inherits the last time seen on
