@@ -80,7 +80,9 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) 
       if (std::find(w.all.begin(), w.all.end(), e.id) != w.all.end())
         rep.problems.push_back(fmt::format("{}: {}: negative sample matches: {}", e.file, e.id, neg.substr(0, 100)));
     }
-    std::set<std::string> ids;
+    for (const auto& l : e.lookalikes) {
+      if (!kb.find(l.id)) rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
+    }
     for (const auto& r : e.related) {
       if (!kb.find(r)) rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
     }

@@ -48,6 +48,10 @@ const Entry* KnowledgeBase::find(std::string_view id) const {
 
 namespace {
 
+// The encyclopedia fields (mechanism, affected, confirm) become required once every
+// entry has them.
+constexpr bool kDepthRequired = false;
+
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -149,6 +153,21 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
   e.frameworks = c.list(doc, "frameworks", true);
   e.tags = c.list(doc, "tags", false);
   e.summary = c.str(doc, "summary", true);
+  e.mechanism = c.str(doc, "mechanism", kDepthRequired);
+  e.affected = c.list(doc, "affected", kDepthRequired);
+  e.confirm = c.list(doc, "confirm", kDepthRequired);
+  e.transience = c.str(doc, "transience", false);
+  if (!e.transience.empty() && !contains({"terminal", "transient", "depends"}, e.transience))
+    c.fail(doc["transience"], "transience", "must be terminal, transient or depends");
+  if (YAML::Node la = doc["lookalikes"]; la && la.IsSequence()) {
+    for (size_t i = 0; i < la.size(); ++i) {
+      if (!la[i].IsMap()) {
+        c.fail(la[i], "lookalikes[" + std::to_string(i) + "]", "must be a mapping {id, how_to_tell}");
+        continue;
+      }
+      e.lookalikes.push_back({c.str(la[i], "id", true), c.str(la[i], "how_to_tell", true)});
+    }
+  }
   e.root_cause = c.str(doc, "root_cause", true);
   e.fix = c.list(doc, "fix", true);
   e.verify = c.str(doc, "verify", true);
@@ -396,9 +415,11 @@ json kb_to_json(const KnowledgeBase& kb) {
     for (const auto& r : e.references) refs.push_back({r.url, r.note});
     json exs = json::array();
     for (const auto& x : e.examples) exs.push_back({x.text, x.captures, x.line});
+    json looks = json::array();
+    for (const auto& l : e.lookalikes) looks.push_back({l.id, l.how_to_tell});
     entries.push_back({e.id, e.title, e.category, e.severity, e.phase, e.frameworks, e.tags, e.summary, pats, syms,
                        e.root_cause, e.fix, e.verify, e.prevention, e.related, refs, e.code_examples, exs, e.negatives,
-                       e.file});
+                       e.file, e.mechanism, e.affected, e.confirm, e.transience, looks});
   }
   j["entries"] = std::move(entries);
   json pre = json::array();
@@ -434,6 +455,11 @@ void kb_from_json(const json& j, KnowledgeBase& kb) {
     for (const auto& ex : x[17]) e.examples.push_back({ex[0], ex[1].get<std::map<std::string, std::string>>(), ex[2]});
     e.negatives = x[18].get<std::vector<std::string>>();
     e.file = x[19];
+    e.mechanism = x[20];
+    e.affected = x[21].get<std::vector<std::string>>();
+    e.confirm = x[22].get<std::vector<std::string>>();
+    e.transience = x[23];
+    for (const auto& l : x[24]) e.lookalikes.push_back({l[0], l[1]});
     kb.entries.push_back(std::move(e));
   }
   for (const auto& p : j["prefixes"])
@@ -443,7 +469,7 @@ void kb_from_json(const json& j, KnowledgeBase& kb) {
   kb.exception_default_category = j["default"];
 }
 
-constexpr const char* kCacheVersion = "kbcache-1";
+constexpr const char* kCacheVersion = "kbcache-2";
 
 std::string read_all(const std::string& path, bool& ok) {
   std::ifstream in(path, std::ios::binary);

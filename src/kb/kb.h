@@ -55,6 +55,12 @@ struct Reference {
   std::string note;
 };
 
+// An entry that looks like this one, and the observation that tells them apart.
+struct Lookalike {
+  std::string id;
+  std::string how_to_tell;
+};
+
 struct Entry {
   std::string id;
   std::string title;
@@ -63,7 +69,12 @@ struct Entry {
   std::string phase;
   std::vector<std::string> frameworks;
   std::vector<std::string> tags;
-  std::string summary;
+  std::string summary;          // the quick answer
+  std::string mechanism;        // what happens inside the software, step by step
+  std::vector<std::string> affected;  // systems and versions ("PyTorch >= 2.1", "NCCL 2.18+ with IB")
+  std::vector<std::string> confirm;   // checklist: how to confirm this is the problem
+  std::string transience;       // "terminal", "transient" or "depends" (empty: not applicable)
+  std::vector<Lookalike> lookalikes;
   std::vector<Pattern> patterns;
   std::vector<Symptom> symptoms;
   std::string root_cause;
