@@ -297,7 +297,10 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
         c.fail(pre[i]["regex"], field + ".regex", why);
         continue;
       }
-      kb.prefixes.push_back(std::move(f));
+      // A format with the same id (from an override directory) replaces the earlier one.
+      auto same = std::find_if(kb.prefixes.begin(), kb.prefixes.end(), [&](const PrefixFormat& p) { return p.id == f.id; });
+      if (same != kb.prefixes.end()) *same = std::move(f);
+      else kb.prefixes.push_back(std::move(f));
     }
   }
   if (YAML::Node ex = doc["exceptions"]; ex && ex.IsSequence()) {
@@ -307,7 +310,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
         c.fail(ex[i]["category"], "exceptions[" + std::to_string(i) + "].category", "unknown category '" + r.category + "'");
         continue;
       }
-      kb.exceptions.push_back(std::move(r));
+      auto same = std::find_if(kb.exceptions.begin(), kb.exceptions.end(), [&](const ExceptionRule& x) { return x.type == r.type; });
+      if (same != kb.exceptions.end()) *same = std::move(r);
+      else kb.exceptions.push_back(std::move(r));
     }
   }
   if (YAML::Node fr = doc["frames"]; fr && fr.IsSequence()) {
@@ -317,7 +322,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
         c.fail(fr[i]["category"], "frames[" + std::to_string(i) + "].category", "unknown category '" + r.category + "'");
         continue;
       }
-      kb.frames.push_back(std::move(r));
+      auto same = std::find_if(kb.frames.begin(), kb.frames.end(), [&](const FrameRule& x) { return x.path == r.path; });
+      if (same != kb.frames.end()) *same = std::move(r);
+      else kb.frames.push_back(std::move(r));
     }
   }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
