@@ -6,8 +6,16 @@ function(ff_warnings target)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
   if(FF_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+    # -fno-sanitize-recover=all: a UBSan finding aborts (and fails the test) instead of
+    # printing a line that nobody reads.
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all
+                                             -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined -fno-sanitize-recover=all)
+  endif()
+  if(FF_BUILD_FUZZ)
+    # Coverage feedback for libFuzzer in the library code; the fuzz targets themselves
+    # link with -fsanitize=fuzzer (tests/fuzz).
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()
 
