@@ -1,6 +1,8 @@
 #include "analyze/analyze.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -136,6 +138,116 @@ std::string normalise(std::string_view text) {
     }
   }
   return out;
+}
+
+std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents) {
+  std::vector<const Incident*> v;
+  for (const auto& i : incidents) v.push_back(&i);
+  return v;
+}
+
+long long capture_int(const Event& e, const char* name) {
+  auto it = e.captures.find(name);
+  long long v = 0;
+  if (it == e.captures.end()) return LLONG_MIN;
+  std::string_view s = it->second;
+  bool neg = !s.empty() && s[0] == '-';
+  if (!parse_int(neg ? s.substr(1) : s, v)) return LLONG_MIN;
+  return neg ? -v : v;
+}
+
+std::string format_time(int64_t us, record::Clock clock) {
+  if (us == record::kNoTime) return {};
+  int64_t secs = us / 1000000;
+  int64_t days = secs / 86400;
+  int64_t rem = secs % 86400;
+  if (rem < 0) rem += 86400, --days;
+  // civil_from_days (Howard Hinnant)
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t d = doy - (153 * mp + 2) / 5 + 1;
+  int64_t m = mp < 10 ? mp + 3 : mp - 9;
+  int64_t y = yoe + era * 400 + (m <= 2);
+  char buf[48];
+  int ms = static_cast<int>((us % 1000000 + 1000000) % 1000000 / 1000);
+  if (clock == record::Clock::kWall)
+    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lld %02lld:%02lld:%02lld.%03d", (long long)y, (long long)m,
+                  (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60), ms);
+  else if (clock == record::Clock::kWallNoYear)
+    std::snprintf(buf, sizeof(buf), "%02lld-%02lld %02lld:%02lld:%02lld.%03d", (long long)m, (long long)d,
+                  (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60), ms);
+  else
+    return {};
+  return buf;
+}
+
+Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Incident*>& incidents,
+                  const std::vector<const Event*>& launcher_failures, const std::vector<SourceSummary>& sources) {
+  Hang h;
+  std::set<int> world, timed_out;
+  std::map<int, long long> enqueued;  // rank -> last enqueued work
+  std::set<std::string> hang_texts;
+  std::map<long long, int> seq_votes;
+  int64_t started_us = record::kNoTime;
+  record::Clock started_clock = record::Clock::kNone;
+  for (const auto& s : sources) world.insert(s.ranks.begin(), s.ranks.end());
+  for (const Incident* inc : incidents) {
+    if (inc->category != "hang" || (inc->role != kb::Role::kRoot && inc->role != kb::Role::kCollateral)) continue;
+    if (inc->rank >= 0) timed_out.insert(inc->rank);
+    hang_texts.insert(normalise(trim(inc->decisive->text)));
+  }
+  for (const Event& e : events) {
+    if (e.kind != EventKind::kPattern) continue;
+    long long seq = capture_int(e, "seq"), enq = capture_int(e, "enqueued"), tmo = capture_int(e, "timeout_ms");
+    if (seq != LLONG_MIN) seq_votes[seq]++;
+    if (enq != LLONG_MIN && e.rank >= 0) enqueued[e.rank] = enq;
+    if (tmo != LLONG_MIN && tmo > 0) {
+      h.timeout_ms = tmo;
+      if (auto op = e.captures.find("op"); op != e.captures.end()) h.op = op->second;
+      if (e.time_us != record::kNoTime && e.time_subsecond) {
+        int64_t start = e.time_us - tmo * 1000;
+        if (started_us == record::kNoTime || start < started_us) started_us = start, started_clock = e.clock;
+      }
+    }
+  }
+  for (const Event* f : launcher_failures) {
+    if (f->rank < 0) continue;
+    world.insert(f->rank);
+    if (hang_texts.count(normalise(trim(f->text)))) timed_out.insert(f->rank);
+  }
+  // The stuck collective: the sequence number most ranks report.
+  int best = 0;
+  for (const auto& [seq, votes] : seq_votes) {
+    if (votes > best) best = votes, h.seq = seq;
+  }
+  h.started = format_time(started_us, started_clock);
+  h.timed_out.assign(timed_out.begin(), timed_out.end());
+  std::set<int> never_entered;
+  if (h.seq >= 0) {
+    for (const auto& [rank, enq] : enqueued) {
+      if (enq < h.seq) never_entered.insert(rank);
+    }
+  }
+  if (!never_entered.empty()) {
+    h.suspects.assign(never_entered.begin(), never_entered.end());
+    h.reasoning = "its last enqueued work is below the stuck collective's sequence number " + std::to_string(h.seq) +
+                  ": it never entered the collective the other ranks wait in";
+  } else if (world.size() >= 2 && !timed_out.empty()) {
+    for (int r : world) {
+      if (!timed_out.count(r)) h.suspects.push_back(r);
+    }
+    if (h.suspects.size() == 1) {
+      h.reasoning = "the only rank of the job (" + std::to_string(world.size()) +
+                    " ranks seen) that did not time out: the others were waiting for it";
+    } else if (h.suspects.size() > 1) {
+      h.reasoning = std::to_string(h.suspects.size()) + " ranks did not time out; any of them may be the one the others waited for";
+    }
+  }
+  return h;
 }
 
 }  // namespace
@@ -295,35 +407,51 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       rank_source = "launcher summary (the only failed rank without a collateral error)";
     }
   }
-  // A hang: the ranks that timed out were waiting for the one that never entered the
-  // collective. When the job's ranks are known and exactly one of them did not time
-  // out, that rank is the suspect (the straggler).
+  // A hang: read the stuck collective from the watchdog lines, and find the rank that
+  // never entered it: a rank whose last enqueued work is below the stuck sequence number,
+  // or the only rank of the job without a timeout of its own.
+  std::optional<Hang> hang;
   if (primary && primary->category == "hang") {
-    std::set<int> world, timed_out;
-    std::set<std::string> hang_texts;
-    for (const auto& s : sources) world.insert(s.ranks.begin(), s.ranks.end());
-    for (const Incident& inc : incidents) {
-      if (inc.category != "hang" || (inc.role != kb::Role::kRoot && inc.role != kb::Role::kCollateral)) continue;
-      if (inc.rank >= 0) timed_out.insert(inc.rank);
-      hang_texts.insert(normalise(trim(inc.decisive->text)));
+    hang = analyse_hang(events, incidents_view(incidents), launcher_failures, sources);
+    if (hang->suspects.size() == 1) {
+      primary_rank = hang->suspects[0];
+      rank_source = "straggler: " + hang->reasoning;
     }
-    for (const Event* f : launcher_failures) {
-      if (f->rank < 0) continue;
-      world.insert(f->rank);
-      if (hang_texts.count(normalise(trim(f->text)))) timed_out.insert(f->rank);
+  }
+  // Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table.
+  std::map<int, std::string> rank_node;
+  std::map<std::pair<std::string, int>, int> pid_rank;
+  std::set<std::string> nodes;
+  for (const auto& s : sources) {
+    rank_node.insert(s.rank_node.begin(), s.rank_node.end());
+    pid_rank.insert(s.pid_rank.begin(), s.pid_rank.end());
+    for (const auto& [r, n] : s.rank_node) nodes.insert(n);
+  }
+  for (const Event* f : launcher_failures) {
+    if (f->rank < 0) continue;
+    if (!f->node.empty()) rank_node.emplace(f->rank, f->node), nodes.insert(f->node);
+    if (!f->node.empty() && f->pid >= 0) pid_rank.emplace(std::make_pair(f->node, f->pid), f->rank);
+  }
+  std::string node_source = primary_node.empty() ? "" : "log line";
+  if (primary && primary_rank < 0) {
+    const Event& de = *primary->decisive;
+    if (!de.node.empty() && de.pid >= 0) {
+      auto it = pid_rank.find({de.node, de.pid});
+      if (it != pid_rank.end()) {
+        primary_rank = it->second;
+        rank_source = "process id " + std::to_string(de.pid) + " on " + de.node + " (NCCL / launcher lines map it)";
+      }
     }
-    std::vector<int> missing;
-    for (int r : world) {
-      if (!timed_out.count(r)) missing.push_back(r);
-    }
-    if (world.size() >= 2 && !timed_out.empty() && missing.size() == 1) {
-      primary_rank = missing[0];
-      rank_source = "straggler: the only rank of the job that did not time out";
+    if (primary_rank < 0 && de.local_rank >= 0 && nodes.size() <= 1) {
+      primary_rank = de.local_rank;
+      rank_source = "local rank on a single-node job";
     }
   }
   if (primary && primary_node.empty() && primary_rank >= 0) {
-    for (const Event* f : launcher_failures) {
-      if (f->rank == primary_rank && !f->node.empty()) primary_node = f->node;
+    auto it = rank_node.find(primary_rank);
+    if (it != rank_node.end()) {
+      primary_node = it->second;
+      node_source = "rank " + std::to_string(primary_rank) + " runs on this node (stated by the log)";
     }
   }
 
@@ -342,10 +470,16 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     if (de.gpu >= 0) f.gpu = de.gpu;
     f.node = primary_node;
     f.time = de.time_text;
+    // For a straggler the quoted line is another rank's timeout: its time is not when the
+    // suspect failed; the collective's start is the better estimate.
+    if (hang && rank_source.rfind("straggler", 0) == 0) f.time = hang->started;
     f.rank_source = rank_source;
+    f.node_source = node_source;
+    f.hang = hang;
     f.exception_type = primary->exc_type;
     Evidence dec = to_evidence(de, sources);
     if (!dec.rank && primary_rank >= 0 && rank_source.rfind("straggler", 0) != 0) dec.rank = primary_rank;
+    if (dec.node.empty() && rank_source.rfind("straggler", 0) != 0) dec.node = primary_node;
     f.evidence.push_back(dec);
     // Supporting lines: the exception chain and other hits in the same incident.
     for (const Event* m : primary->members) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,17 @@ struct Evidence {
   std::string node;
   std::string time;       // as written in the log
   std::string text;
+};
+
+// A collective that timed out: which one, since when, who waited and who never came.
+struct Hang {
+  std::string op;                  // "ALLREDUCE"
+  long long seq = -1;              // the collective's sequence number
+  long long timeout_ms = 0;
+  std::string started;             // timeout time minus the timeout, when times are known
+  std::vector<int> timed_out;      // ranks whose watchdog fired
+  std::vector<int> suspects;       // ranks that never entered it (or never timed out)
+  std::string reasoning;
 };
 
 struct Finding {
@@ -37,6 +49,8 @@ struct Finding {
   std::vector<std::string> references;
   std::string exception_type;
   std::string rank_source;  // how the rank was found: "prefix", "launcher summary", ...
+  std::string node_source;  // how the node was found
+  std::optional<Hang> hang; // for hangs: the stuck collective
 };
 
 struct Collateral {
@@ -81,7 +95,10 @@ struct SourceSummary {
   bool ok = true;
   std::string error;
   std::vector<int> ranks;  // ranks seen in the source's prefixes (capped)
+  std::map<int, std::string> rank_node;                   // rank -> node, as the log states it
+  std::map<std::pair<std::string, int>, int> pid_rank;    // (node, pid) -> rank
 };
+
 
 struct Diagnosis {
   std::string verdict = "unknown";   // failed | degraded | healthy | unknown

@@ -28,6 +28,12 @@ std::string cache_dir(const Options& opt) {
   return {};
 }
 
+scan::ScanOptions scan_options(const Options& opt) {
+  scan::ScanOptions so;
+  if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
+  return so;
+}
+
 void print_errors(const std::vector<Error>& errors, const char* what) {
   for (const auto& e : errors) fmt::print(stderr, "firstfault: {}: {}\n", what, e.to_string());
 }
@@ -53,7 +59,7 @@ Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors) {
 std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats) {
   std::vector<analyze::SourceSummary> out;
   for (const auto& s : stats.sources) {
-    out.push_back({s.name, s.encoding, s.bytes, s.lines, s.events, s.ok, s.error, s.ranks});
+    out.push_back({s.name, s.encoding, s.bytes, s.lines, s.events, s.ok, s.error, s.ranks, s.rank_node, s.pid_rank});
   }
   return out;
 }
@@ -66,7 +72,7 @@ int run_diagnose(const Options& opt) {
     return 2;
   }
   scan::CollectSink sink;
-  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink);
+  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
@@ -144,7 +150,7 @@ int run_events(const Options& opt) {
   }
   // Source names are known once scan_job returns; collect, then print.
   scan::CollectSink collect;
-  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, collect);
+  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, collect, scan_options(opt));
   JsonlSink out(stats, opt.format != "text");
   for (const auto& e : collect.events) out.event(e);
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());

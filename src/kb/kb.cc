@@ -282,9 +282,12 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
     c.fail(doc, "", "a formats file must be a YAML mapping");
     return;
   }
-  if (YAML::Node pre = doc["prefixes"]; pre && pre.IsSequence()) {
+  for (const char* key : {"prefixes", "sources"}) {
+    YAML::Node pre = doc[key];
+    if (!pre || !pre.IsSequence()) continue;
+    std::vector<PrefixFormat>& into = std::string(key) == "prefixes" ? kb.prefixes : kb.source_names;
     for (size_t i = 0; i < pre.size(); ++i) {
-      std::string field = "prefixes[" + std::to_string(i) + "]";
+      std::string field = std::string(key) + "[" + std::to_string(i) + "]";
       PrefixFormat f;
       f.line = pre[i].Mark().line + 1;
       f.id = c.str(pre[i], "id", true);
@@ -298,9 +301,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
         continue;
       }
       // A format with the same id (from an override directory) replaces the earlier one.
-      auto same = std::find_if(kb.prefixes.begin(), kb.prefixes.end(), [&](const PrefixFormat& p) { return p.id == f.id; });
-      if (same != kb.prefixes.end()) *same = std::move(f);
-      else kb.prefixes.push_back(std::move(f));
+      auto same = std::find_if(into.begin(), into.end(), [&](const PrefixFormat& p) { return p.id == f.id; });
+      if (same != into.end()) *same = std::move(f);
+      else into.push_back(std::move(f));
     }
   }
   if (YAML::Node ex = doc["exceptions"]; ex && ex.IsSequence()) {
@@ -429,9 +432,11 @@ json kb_to_json(const KnowledgeBase& kb) {
                        e.file, e.mechanism, e.affected, e.confirm, e.transience, looks});
   }
   j["entries"] = std::move(entries);
-  json pre = json::array();
-  for (const auto& p : kb.prefixes) pre.push_back({p.id, p.regex, p.consume, p.time_format, p.samples, p.line});
-  j["prefixes"] = std::move(pre);
+  for (const auto* list : {&kb.prefixes, &kb.source_names}) {
+    json pre = json::array();
+    for (const auto& p : *list) pre.push_back({p.id, p.regex, p.consume, p.time_format, p.samples, p.line});
+    j[list == &kb.prefixes ? "prefixes" : "sources"] = std::move(pre);
+  }
   json ex = json::array();
   for (const auto& r : kb.exceptions) ex.push_back({r.type, r.category});
   j["exceptions"] = std::move(ex);
@@ -471,12 +476,14 @@ void kb_from_json(const json& j, KnowledgeBase& kb) {
   }
   for (const auto& p : j["prefixes"])
     kb.prefixes.push_back({p[0], p[1], p[2], p[3], p[4].get<std::vector<std::string>>(), p[5]});
+  for (const auto& p : j["sources"])
+    kb.source_names.push_back({p[0], p[1], p[2], p[3], p[4].get<std::vector<std::string>>(), p[5]});
   for (const auto& r : j["exceptions"]) kb.exceptions.push_back({r[0], r[1]});
   for (const auto& r : j["frames"]) kb.frames.push_back({r[0], r[1]});
   kb.exception_default_category = j["default"];
 }
 
-constexpr const char* kCacheVersion = "kbcache-2";
+constexpr const char* kCacheVersion = "kbcache-3";
 
 std::string read_all(const std::string& path, bool& ok) {
   std::ifstream in(path, std::ios::binary);

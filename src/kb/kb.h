@@ -115,6 +115,7 @@ struct FrameRule {
 struct KnowledgeBase {
   std::vector<Entry> entries;
   std::vector<PrefixFormat> prefixes;
+  std::vector<PrefixFormat> source_names;  // formats over source names (kb/formats/sources.yaml)
   std::vector<ExceptionRule> exceptions;
   std::vector<FrameRule> frames;
   std::string exception_default_category = "model-code";

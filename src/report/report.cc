@@ -68,6 +68,20 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["time"] = str_or_null(p.time);
     pj["rank_source"] = str_or_null(p.rank_source);
     pj["exception_type"] = str_or_null(p.exception_type);
+    pj["node_source"] = str_or_null(p.node_source);
+    if (p.hang) {
+      ordered_json h;
+      h["op"] = str_or_null(p.hang->op);
+      h["seq"] = p.hang->seq >= 0 ? ordered_json(p.hang->seq) : ordered_json(nullptr);
+      h["timeout_ms"] = p.hang->timeout_ms > 0 ? ordered_json(p.hang->timeout_ms) : ordered_json(nullptr);
+      h["started"] = str_or_null(p.hang->started);
+      h["timed_out_ranks"] = p.hang->timed_out;
+      h["suspect_ranks"] = p.hang->suspects;
+      h["reasoning"] = str_or_null(p.hang->reasoning);
+      pj["hang"] = h;
+    } else {
+      pj["hang"] = nullptr;
+    }
     pj["evidence"] = ordered_json::array();
     for (const auto& e : p.evidence) pj["evidence"].push_back(evidence_json(e));
     pj["summary"] = p.summary;
@@ -176,6 +190,18 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       const auto& e = p.evidence[0];
       out += fmt::format("  {}:{}\n  {} {}\n", e.source, e.line, paint("1;31", ">"), e.text);
     }
+    if (!p.rank_source.empty() && p.rank_source != "log prefix") out += fmt::format("  (rank from {})\n", p.rank_source);
+    if (p.hang) {
+      const auto& h = *p.hang;
+      std::string what = h.op.empty() ? "a collective" : h.op;
+      if (h.seq >= 0) what += fmt::format(" SeqNum={}", h.seq);
+      out += fmt::format("  stuck collective: {}", what);
+      if (!h.started.empty()) out += fmt::format(", started about {}", h.started);
+      if (h.timeout_ms > 0) out += fmt::format(" (timeout {} s)", h.timeout_ms / 1000);
+      out += fmt::format("; {} rank{} timed out", h.timed_out.size(), h.timed_out.size() == 1 ? "" : "s");
+      if (!h.suspects.empty()) out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
+      out += "\n";
+    }
     if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), trimmed(p.summary));
     if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), trimmed(p.root_cause));
     if (!p.fix.empty()) {
@@ -187,15 +213,18 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
   }
   if (!d.collateral.empty()) {
-    out += fmt::format("\n{}\n", paint("1", "Collateral (caused by the first failure)"));
+    std::string origin = d.primary && d.primary->rank ? fmt::format(" on rank {}", *d.primary->rank) : "";
+    out += fmt::format("\n{}\n", paint("1", d.primary ? "Collateral, explained by the " + d.primary->title + origin
+                                                        : std::string("Other errors")));
     size_t shown = 0;
     for (const auto& c : d.collateral) {
       if (!o.verbose && shown++ >= 8) {
         out += fmt::format("  ... {} more (--verbose)\n", d.collateral.size() - 8);
         break;
       }
-      std::string ranks = c.ranks.empty() ? "" : fmt::format(" on rank{} {}", c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
-      out += fmt::format("  - {} x{}{}\n", c.title, c.count, ranks);
+      std::string ranks = c.ranks.empty() ? "" : fmt::format(" on {} rank{} ({})", c.ranks.size(), c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
+      std::string nodes = c.nodes.size() > 1 ? fmt::format(", {} nodes", c.nodes.size()) : "";
+      out += fmt::format("  - {} x{}{}{}\n", c.title, c.count, ranks, nodes);
     }
   }
   if (!d.hypotheses.empty()) {

@@ -35,7 +35,24 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
                                       {entry.file, p.line, "patterns." + p.id}));
   }
   FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));
+  FF_TRY(e->source_names_, record::PrefixParser::create(kb.source_names));
   return std::shared_ptr<const Engine>(std::move(e));
+}
+
+record::Origin Engine::origin_of_source(std::string_view name) const {
+  // The formats are anchored at the start of what they are given: try the whole name,
+  // then every suffix that follows a '/'; the first that says something wins.
+  std::vector<std::string_view> tails{name};
+  for (size_t p = name.find('/'); p != std::string_view::npos; p = name.find('/', p + 1)) tails.push_back(name.substr(p + 1));
+  record::Origin o;
+  for (std::string_view tail : tails) {
+    record::Record rec;
+    source_names_->parse(tail, rec);
+    if (rec.rank >= 0 && o.rank < 0) o.rank = rec.rank;
+    if (rec.local_rank >= 0 && o.local_rank < 0) o.local_rank = rec.local_rank;
+    if (!rec.node.empty() && o.node.empty()) o.node = rec.node;
+  }
+  return o;
 }
 
 namespace {
@@ -60,6 +77,7 @@ class SourceScanner : public io::ByteSink {
     job_.sources.push_back({});
     stats().name = info.name;
     stats().encoding = info.encoding;
+    stats().name_origin = engine_.origin_of_source(info.name);
     framer_ = record::LineFramer(opt_.max_line);
     joiners_.clear();
     summary_ = record::LauncherSummaryTracker();
@@ -67,6 +85,7 @@ class SourceScanner : public io::ByteSink {
     per_pattern_.clear();
     last_time_.clear();
     ranks_seen_.clear();
+    name_ranks_.clear();
     wrapper_.clear();
   }
 
@@ -115,6 +134,10 @@ class SourceScanner : public io::ByteSink {
     pending_.clear();
     stats().lines = framer_.lines();
     stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
+    // Ranks whose lines only the file name places on a node: the name is the evidence.
+    if (!stats().name_origin.node.empty()) {
+      for (int r : name_ranks_) stats().rank_node.emplace(r, stats().name_origin.node);
+    }
     stats().lines_cut = framer_.cut_lines();
     if (!status.ok()) {
       stats().ok = false;
@@ -156,9 +179,17 @@ class SourceScanner : public io::ByteSink {
     record::clean_line(raw.bytes, clean_);
     record::Record rec;
     engine_.prefixes().parse(clean_, rec);
+    bool line_states_node = !rec.node.empty();
+    apply_name_origin(rec);
+    if (!line_states_node && rec.rank >= 0) name_ranks_.insert(rec.rank);
     if (rec.rank >= 0) {
       ++stats().lines_with_rank;
       if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rec.rank);
+    }
+    if (rec.rank >= 0 && line_states_node) {
+      if (stats().rank_node.size() < kMaxRanksTracked) stats().rank_node.emplace(rec.rank, rec.node);
+      if (rec.pid >= 0 && stats().pid_rank.size() < kMaxRanksTracked)
+        stats().pid_rank.emplace(std::make_pair(rec.node, rec.pid), rec.rank);
     }
     if (rec.time_us != record::kNoTime) {
       ++stats().lines_with_time;
@@ -213,6 +244,7 @@ class SourceScanner : public io::ByteSink {
       std::pair<size_t, size_t> span{0, 0};
       engine_.db().captures(id, rec.message, &e.captures, &span);
       e.match_len = span.second - span.first;
+      apply_captured_identity(e);
       e.in_launcher_summary = in_summary;
       e.summary_rank = summary_rank;
       if (joiner.active()) e.traceback_first = joiner.current().first_line;
@@ -220,6 +252,28 @@ class SourceScanner : public io::ByteSink {
     }
     if (pending_.size() > first_new && ends_with(trim(rec.message), "raised:"))
       wrapper_[rec.rank] = {raw.number, first_new};
+  }
+
+  // A pattern that captures `rank` / `node` (NCCL "comm ... rank 3", srun "task 3",
+  // "Rank 3") states who the line is about; the line's prefix still wins when it has one.
+  void apply_captured_identity(record::Event& e) {
+    auto rank = e.captures.find("rank");
+    long long n = 0;
+    if (rank != e.captures.end() && parse_int(rank->second, n) && n < 100000000) {
+      if (e.rank < 0) e.rank = static_cast<int>(n);
+      if (!e.node.empty() && e.pid >= 0 && stats().pid_rank.size() < kMaxRanksTracked)
+        stats().pid_rank.emplace(std::make_pair(e.node, e.pid), static_cast<int>(n));
+      if (!e.node.empty() && stats().rank_node.size() < kMaxRanksTracked) stats().rank_node.emplace(static_cast<int>(n), e.node);
+    }
+    auto node = e.captures.find("node");
+    if (node != e.captures.end() && e.node.empty()) e.node = node->second;
+  }
+
+  void apply_name_origin(record::Record& rec) {
+    const record::Origin& o = stats().name_origin;
+    if (rec.rank < 0) rec.rank = o.rank;
+    if (rec.local_rank < 0) rec.local_rank = o.local_rank;
+    if (rec.node.empty() && !o.node.empty()) rec.node = o.node;
   }
 
   record::Event make_exception_event(const record::Record& rec, const record::RawLine& raw, bool in_summary,
@@ -290,6 +344,7 @@ class SourceScanner : public io::ByteSink {
   std::vector<uint32_t> hits_;
   std::string clean_;
   std::set<int> ranks_seen_;
+  std::set<int> name_ranks_;  // ranks seen on lines that do not name their node
   struct Wrapper {
     uint64_t line;   // the "... raised:" line
     size_t first;    // its first event in pending_
@@ -303,7 +358,7 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
                   const ScanOptions& options) {
   JobStats job;
   SourceScanner scanner(engine, sink, job, options);
-  io::InputReport rep = io::read_inputs(inputs, scanner, {});
+  io::InputReport rep = io::read_inputs(inputs, scanner, options.read);
   for (auto& e : rep.errors) job.errors.push_back(std::move(e));
   for (auto& n : rep.notes) job.notes.push_back(std::move(n));
   return job;

@@ -17,11 +17,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "io/io.h"
 #include "kb/kb.h"
 #include "match/match.h"
 #include "record/event.h"
@@ -49,6 +51,9 @@ class Engine {
   const PatternRef& ref(uint32_t id) const { return refs_[id]; }
   // Problems found while compiling (patterns a backend rejected), as KB errors.
   const std::vector<Error>& warnings() const { return warnings_; }
+  // What a source's name says about who wrote it (kb/formats/sources.yaml).
+  record::Origin origin_of_source(std::string_view name) const;
+  const record::PrefixParser& source_names() const { return *source_names_; }
 
  private:
   Engine(const kb::KnowledgeBase& kb) : kb_(kb) {}
@@ -57,6 +62,7 @@ class Engine {
   std::unique_ptr<record::PrefixParser> prefixes_;
   std::vector<PatternRef> refs_;
   std::vector<Error> warnings_;
+  std::unique_ptr<record::PrefixParser> source_names_;  // the sources formats, as prefixes
 };
 
 class EventSink {
@@ -84,11 +90,19 @@ struct SourceStats {
   bool ok = true;
   std::string error;
   std::vector<int> ranks;        // distinct ranks seen in line prefixes, sorted (capped)
+  // Identity facts the log states: rank -> node (a line with both), and (node, pid) ->
+  // rank (NCCL's "comm ... rank R" lines, lines with a rank prefix and NCCL's host:pid).
+  std::map<int, std::string> rank_node;
+  std::map<std::pair<std::string, int>, int> pid_rank;
+  // Defaults for lines of this source, read from its name (kb/formats/sources.yaml):
+  // a torchrun --log_dir path gives the local rank, "node-12.log" the node.
+  record::Origin name_origin;
 };
 
 struct ScanOptions {
   size_t max_line = 1 << 20;              // bytes of one line that are examined
   uint64_t max_events_per_pattern = 2000; // per source; further hits are counted only
+  io::ReadOptions read;                   // scan_job's input limits (expansion, archive members)
 };
 
 struct JobStats {

@@ -1,0 +1,117 @@
+// Many ranks, one cause: jobs of up to 1,024 ranks made by bench/genlog.py (one planted
+// failure; the other ranks time out in any order; whole-second timestamps; skewed node
+// clocks), as one interleaved stream, srun-labelled, and as per-node files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class MultiRank : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ff-multirank-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Generates a job; returns the generator's answer ({"rank", "node", ...}).
+  json generate(const std::string& args, const std::string& out) {
+    std::string cmd = "python3 '" + std::string(FF_SOURCE_DIR) + "/bench/genlog.py' " + args + " > '" + out + "' 2> '" +
+                      (dir_ / "answer.json").string() + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return json::parse(slurp(dir_ / "answer.json"));
+  }
+
+  json diagnose(const std::string& input) {
+    std::string cmd = std::string("FIRSTFAULT_CACHE_DIR='") + (dir_ / "cache").string() + "' " + FF_BINARY +
+                      " diagnose --format json '" + input + "' > '" + (dir_ / "out.json").string() + "' 2>/dev/null";
+    int status = std::system(cmd.c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    return json::parse(slurp(dir_ / "out.json"));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(MultiRank, OomOnOneOf1024RanksWithWholeSecondStampsAndSkewedClocks) {
+  std::string log = (dir_ / "job.log").string();
+  json want = generate("--ranks 1024 --steps 4 --failure oom --stamp s --skew 4 --seed 11", log);
+  json d = diagnose(log);
+  EXPECT_EQ(d["primary"]["category"], "gpu-memory");
+  EXPECT_EQ(d["primary"]["rank"], want["rank"]);
+  EXPECT_EQ(d["primary"]["node"], want["node"]);
+  // 1,023 watchdog timeouts are one incident, not a thousand lines.
+  EXPECT_LE(d["collateral"].size(), 6u);
+  EXPECT_LE(d["timeline"].size(), 8u);
+  bool timeouts = false;
+  for (const auto& c : d["collateral"]) {
+    EXPECT_EQ(c["explained_by"], d["primary"]["id"]);
+    if (c["category"] == "hang") {
+      timeouts = true;
+      EXPECT_EQ(c["ranks"].size(), 1023u);
+    }
+  }
+  EXPECT_TRUE(timeouts);
+}
+
+TEST_F(MultiRank, HangStragglerIsTheRankThatNeverTimedOut) {
+  std::string log = (dir_ / "job.log").string();
+  json want = generate("--ranks 1024 --steps 3 --failure hang --stamp s --skew 3 --seed 5", log);
+  json d = diagnose(log);
+  EXPECT_EQ(d["primary"]["category"], "hang");
+  EXPECT_EQ(d["primary"]["rank"], want["rank"]);
+  EXPECT_EQ(d["primary"]["node"], want["node"]);
+  const json& h = d["primary"]["hang"];
+  ASSERT_TRUE(h.is_object());
+  EXPECT_EQ(h["op"], "ALLREDUCE");
+  EXPECT_EQ(h["timeout_ms"], 600000);
+  EXPECT_EQ(h["suspect_ranks"], json::array({want["rank"]}));
+  EXPECT_EQ(h["timed_out_ranks"].size(), 1023u);
+}
+
+TEST_F(MultiRank, SrunLabelledStream) {
+  std::string log = (dir_ / "job.log").string();
+  json want = generate("--ranks 256 --steps 3 --failure segv --style srun --seed 3", log);
+  json d = diagnose(log);
+  EXPECT_EQ(d["primary"]["id"], "python.crash.segfault");
+  EXPECT_EQ(d["primary"]["rank"], want["rank"]);
+}
+
+TEST_F(MultiRank, PerNodeFilesFormOneJob) {
+  fs::path logs = dir_ / "logs";
+  json want = generate("--ranks 128 --steps 3 --failure oom --out-dir '" + logs.string() + "' --seed 9",
+                       (dir_ / "stdout.txt").string());
+  json d = diagnose(logs.string());
+  EXPECT_EQ(d["primary"]["rank"], want["rank"]);
+  EXPECT_EQ(d["primary"]["node"], want["node"]);
+  EXPECT_NE(d["primary"]["evidence"][0]["source"].get<std::string>().find(want["node"].get<std::string>()),
+            std::string::npos);
+}
+
+TEST_F(MultiRank, XidOnANodeOutranksTheTimeoutsElsewhere) {
+  std::string log = (dir_ / "job.log").string();
+  generate("--ranks 64 --steps 3 --failure xid --seed 2", log);
+  json d = diagnose(log);
+  EXPECT_EQ(d["primary"]["category"], "hardware");
+  EXPECT_NE(d["primary"]["verify"].get<std::string>().find("nvidia-smi"), std::string::npos);
+}
+
+}  // namespace
