@@ -140,6 +140,13 @@ std::string normalise(std::string_view text) {
   return out;
 }
 
+std::string fmt_progress(double behind, double top) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "progress: the only rank whose last logged step (%g) is behind the others (%g)", behind,
+                top);
+  return buf;
+}
+
 std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents) {
   std::vector<const Incident*> v;
   for (const auto& i : incidents) v.push_back(&i);
@@ -250,10 +257,84 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
   return h;
 }
 
+// Short series summaries for the report: per metric over all ranks, with the points of
+// one rank (the lowest) so the JSON stays small enough to plot.
+void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases, std::vector<MetricSummary>& out) {
+  std::map<metrics::MetricId, size_t> index;
+  for (const auto& [key, s] : set.all()) {
+    auto [it, fresh] = index.emplace(key.first, out.size());
+    if (fresh) {
+      MetricSummary m;
+      m.name = aliases.name(key.first);
+      m.min = s.min;
+      m.max = s.max;
+      m.first_step = s.first.step;
+      m.first_value = s.first.value;
+      out.push_back(std::move(m));
+    }
+    MetricSummary& m = out[it->second];
+    m.count += s.count;
+    ++m.ranks;
+    if (s.has_finite) {
+      m.min = std::min(m.min, s.min);
+      m.max = std::max(m.max, s.max);
+    }
+    if (s.last.step >= m.last_step) {
+      m.last_step = s.last.step;
+      m.last_value = s.last.value;
+    }
+    if (!m.points_rank || key.second < *m.points_rank) {
+      m.points_rank = key.second;
+      m.points.clear();
+      size_t stride = std::max<size_t>(1, s.points.size() / 200);
+      for (size_t i = 0; i < s.points.size(); i += stride) m.points.emplace_back(s.points[i].step, s.points[i].value);
+    }
+  }
+}
+
+// What the verdicts change: a terminal loss scale or a loss that ends non-finite is a
+// numerical failure even without an error line; a transient loss scale is healthy.
+void apply_verdicts(Diagnosis& d) {
+  const Verdict* terminal = nullptr;
+  const Verdict* nonfinite = nullptr;
+  const Verdict* transient = nullptr;
+  for (const auto& v : d.verdicts) {
+    if (v.id == "loss-scale" && v.verdict == "terminal") terminal = &v;
+    if (v.id == "loss-scale" && v.verdict == "transient") transient = &v;
+    if (v.id == "non-finite") nonfinite = &v;
+  }
+  if (d.primary) {
+    if (d.primary->category == "numerical" && (terminal || nonfinite)) {
+      d.primary->confidence = std::max(d.primary->confidence, 0.95);
+      const Verdict& v = terminal ? *terminal : *nonfinite;
+      for (const auto& e : v.evidence) d.primary->evidence.push_back(e);
+    }
+    return;
+  }
+  if (terminal) {
+    Finding f;
+    f.id = "series.loss-scale-terminal";
+    f.title = "Dynamic loss scale collapsed (from the numbers in the log)";
+    f.category = "numerical";
+    f.role = "root";
+    f.confidence = 0.7;
+    f.evidence = terminal->evidence;
+    f.summary = terminal->summary + ". No error line says so, but the fp16 loss scale only falls this far when "
+                "gradients overflow at every step.";
+    f.fix = {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and gradient clipping.",
+             "Switch to bf16 if the hardware supports it."};
+    f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
+    d.primary = std::move(f);
+    d.verdict = "failed";
+  } else if (transient) {
+    d.notes.push_back(transient->summary + ": normal for dynamic loss scaling at warm-up.");
+  }
+}
+
 }  // namespace
 
 Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSummary>& sources,
-                   const kb::KnowledgeBase& kb) {
+                   const kb::KnowledgeBase& kb, const JobNumbers& numbers) {
   Diagnosis d;
   d.sources = sources;
   for (const auto& s : sources) {
@@ -418,6 +499,22 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       rank_source = "straggler: " + hang->reasoning;
     }
   }
+  // All ranks alike: when every rank of the job reports the primary's failure at about
+  // the same time (a NaN loss seen by all data-parallel ranks), no rank initiated it.
+  if (primary && primary_rank >= 0 && rank_source == "log prefix") {
+    std::set<int> world, alike;
+    for (const auto& s : sources) world.insert(s.ranks.begin(), s.ranks.end());
+    for (const Incident& inc : incidents) {
+      if (inc.id != primary->id || inc.rank < 0 || inc.decisive->in_launcher_summary) continue;
+      bool close = inc.decisive->time_us == record::kNoTime || primary->decisive->time_us == record::kNoTime ||
+                   std::llabs(inc.decisive->time_us - primary->decisive->time_us) <= 2000000;
+      if (close) alike.insert(inc.rank);
+    }
+    if (world.size() >= 2 && alike == world) {
+      primary_rank = -1;
+      rank_source = "all " + std::to_string(world.size()) + " ranks failed alike at the same time";
+    }
+  }
   // Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table.
   std::map<int, std::string> rank_node;
   std::map<std::pair<std::string, int>, int> pid_rank;
@@ -445,6 +542,21 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     if (primary_rank < 0 && de.local_rank >= 0 && nodes.size() <= 1) {
       primary_rank = de.local_rank;
       rank_source = "local rank on a single-node job";
+    }
+  }
+  // Progress: the failing rank usually stops logging steps first. When exactly one rank's
+  // last progress step is behind all the others, it is the likely origin.
+  if (primary && primary_rank < 0 && numbers.series) {
+    const auto& lp = numbers.series->last_progress();
+    double top = -1e300;
+    for (const auto& [r, p] : lp) top = std::max(top, p.step);
+    std::vector<int> behind;
+    for (const auto& [r, p] : lp) {
+      if (r >= 0 && p.step < top) behind.push_back(r);
+    }
+    if (lp.size() >= 2 && behind.size() == 1 && !lp.count(-1)) {
+      primary_rank = behind[0];
+      rank_source = fmt_progress(lp.at(behind[0]).step, top);
     }
   }
   if (primary && primary_node.empty() && primary_rank >= 0) {
@@ -613,7 +725,14 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
   for (auto& t : d.timeline) std::sort(t.ranks.begin(), t.ranks.end());
   if (d.timeline.size() > 50) d.timeline.resize(50);
 
-  if (!primary && !d.symptoms.empty()) {
+  // 9. Numbers: verdicts on the series confirm or settle the diagnosis.
+  if (numbers.series && numbers.aliases) {
+    d.verdicts = judge_series(*numbers.series, *numbers.aliases, sources, numbers.last_time_us, numbers.last_time_clock);
+    summarise_series(*numbers.series, *numbers.aliases, d.series);
+    apply_verdicts(d);
+  }
+
+  if (!primary && !d.primary && !d.symptoms.empty()) {
     for (const auto& s : d.symptoms) {
       const kb::Entry* e = kb.find(s.id);
       if (e && (e->severity == "error" || e->severity == "fatal")) d.verdict = "degraded";

@@ -16,12 +16,26 @@
 
 #include "analyze/diagnosis.h"
 #include "kb/kb.h"
+#include "metrics/metrics.h"
 #include "record/event.h"
 
 namespace ff::analyze {
 
+// Numbers from the log (optional): progress-line series and the job's last time.
+struct JobNumbers {
+  const metrics::SeriesSet* series = nullptr;
+  const metrics::Aliases* aliases = nullptr;
+  int64_t last_time_us = record::kNoTime;
+  record::Clock last_time_clock = record::Clock::kNone;
+};
+
 Diagnosis diagnose(const std::vector<record::Event>& events, const std::vector<SourceSummary>& sources,
-                   const kb::KnowledgeBase& kb);
+                   const kb::KnowledgeBase& kb, const JobNumbers& numbers = {});
+
+// Trend verdicts over the series (used by diagnose; exposed for tests).
+std::vector<Verdict> judge_series(const metrics::SeriesSet& series, const metrics::Aliases& aliases,
+                                  const std::vector<SourceSummary>& sources, int64_t last_time_us,
+                                  record::Clock last_time_clock);
 
 // The category guessed for an exception type no entry recognises.
 // The category guessed for an exception no entry recognises: from the innermost frame's

@@ -100,6 +100,27 @@ struct SourceSummary {
 };
 
 
+// A trend read from a metric series: transient vs terminal, bounded vs unbounded ...
+struct Verdict {
+  std::string id;          // "loss-scale", "grad-norm", "non-finite", "loss-spike", "straggler", "stall", "throughput"
+  std::string verdict;     // "transient", "terminal", "stable", "bounded", "unbounded", "first", "spike", ...
+  std::string metric;
+  std::optional<double> step;
+  std::optional<int> rank;
+  std::string summary;     // one line for the terminal
+  std::vector<Evidence> evidence;
+};
+
+struct MetricSummary {
+  std::string name;
+  uint64_t count = 0;
+  int ranks = 0;
+  double min = 0, max = 0;
+  double first_step = 0, first_value = 0, last_step = 0, last_value = 0;
+  std::optional<int> points_rank;              // the rank the points are from
+  std::vector<std::pair<double, double>> points;  // (step, value), downsampled
+};
+
 struct Diagnosis {
   std::string verdict = "unknown";   // failed | degraded | healthy | unknown
   std::optional<Finding> primary;
@@ -107,10 +128,12 @@ struct Diagnosis {
   std::vector<Hypothesis> hypotheses;
   std::vector<TimelineEntry> timeline;
   std::vector<Finding> symptoms;     // warnings and symptoms seen (deduplicated by id)
+  std::vector<Verdict> verdicts;     // trends read from the numbers in the log
+  std::vector<MetricSummary> series;
   std::vector<SourceSummary> sources;
   std::vector<std::string> errors;   // input problems (partial results)
   std::vector<std::string> notes;
-  uint64_t lines = 0;
+  uint64_t lines = 0;  // (after notes)
   uint64_t bytes = 0;
   double seconds = 0;
 };

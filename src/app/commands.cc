@@ -7,14 +7,21 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
 
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
 #include "base/strings.h"
 #include "kb/kb.h"
+#include "record/record.h"
 #include "report/report.h"
 #include "scan/scan.h"
+#include "site/search_index.h"
+#include "site/site.h"
 
 namespace ff::app {
 
@@ -74,9 +81,10 @@ int run_diagnose(const Options& opt) {
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
-  analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb);
+  analyze::JobNumbers numbers{&stats.series, &loaded->engine->metric_aliases(), stats.last_time_us, stats.last_time_clock};
+  analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
-  d.notes = stats.notes;
+  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats.sources.empty()) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
@@ -186,20 +194,24 @@ int run_kb_list(const Options& opt) {
     return 2;
   }
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  size_t listed = 0;
   for (const auto& e : loaded->kb->entries) {
     if (!opt.filter_category.empty() && e.category != opt.filter_category) continue;
     if (!opt.filter_framework.empty() &&
         std::find(e.frameworks.begin(), e.frameworks.end(), opt.filter_framework) == e.frameworks.end())
       continue;
+    if (!opt.filter_phase.empty() && e.phase != opt.filter_phase) continue;
+    if (!opt.filter_tag.empty() && std::find(e.tags.begin(), e.tags.end(), opt.filter_tag) == e.tags.end()) continue;
+    ++listed;
     if (opt.format == "json") {
       arr.push_back({{"id", e.id}, {"title", e.title}, {"category", e.category}, {"phase", e.phase},
-                     {"frameworks", e.frameworks}, {"tags", e.tags}});
+                     {"severity", e.severity}, {"frameworks", e.frameworks}, {"tags", e.tags}});
     } else {
-      fmt::print("{:<50} {:<14} {}\n", e.id, e.category, e.title);
+      fmt::print("{:<50} {:<14} {:<15} {}\n", e.id, e.category, e.phase, e.title);
     }
   }
   if (opt.format == "json") std::cout << arr.dump(2) << "\n";
-  return 0;
+  return listed > 0 ? 0 : 1;
 }
 
 int run_explain(const Options& opt) {
@@ -233,6 +245,176 @@ int run_explain(const Options& opt) {
     fmt::print("\nReferences\n");
     for (const auto& r : e->references) fmt::print("  {}{}\n", r.url, r.note.empty() ? "" : "  (" + r.note + ")");
   }
+  return 0;
+}
+
+namespace {
+
+// One ranked search result.
+struct SearchResult {
+  size_t entry = 0;
+  std::string match;  // "pattern" or "keywords"
+  std::string why;
+  size_t line = 0;    // pattern: the (1-based) line of the query it matched
+  std::string pattern;
+  std::map<std::string, std::string> captures;
+  double score = 0;   // keywords: BM25
+  std::vector<std::string> terms;
+};
+
+std::string cut_utf8(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t n = max - 1;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "\xE2\x80\xA6";
+}
+
+}  // namespace
+
+// Ranks the entries for a pasted text, as the encyclopedia's search does
+// (src/site/assets/search.js): per line, after cleaning and peeling prefixes, the entry
+// that wins the line by pattern, then the other entries that matched (in KB order), then
+// every other entry by keyword relevance (site::KeywordIndex).
+int run_search(const Options& opt) {
+  std::string text;
+  if (opt.words.size() == 1 && opt.words[0] == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    for (size_t i = 0; i < opt.words.size(); ++i) text += (i ? " " : "") + opt.words[i];
+  }
+  auto loaded = load_everything(opt, false);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    return 2;
+  }
+  const kb::KnowledgeBase& kb = *loaded->kb;
+  const scan::Engine& engine = *loaded->engine;
+  std::unordered_map<std::string_view, size_t> index_of;
+  for (size_t i = 0; i < kb.entries.size(); ++i) index_of.emplace(kb.entries[i].id, i);
+
+  std::vector<SearchResult> results;
+  std::set<size_t> seen;
+  std::vector<std::pair<size_t, size_t>> also;  // (entry, line)
+  std::string messages;
+  std::string clean;
+  std::vector<std::string_view> lines = split(text, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    record::clean_line(lines[i], clean);
+    record::Record rec;
+    engine.prefixes().parse(clean, rec);
+    if (trim(rec.message).empty()) continue;
+    if (!messages.empty()) messages += '\n';
+    messages += rec.message;
+    LineWinner w = best_entry_for_line(engine, rec.message);
+    if (w.entry_id.empty()) continue;
+    size_t d = index_of.at(w.entry_id);
+    if (seen.insert(d).second) {
+      SearchResult r;
+      r.entry = d;
+      r.match = "pattern";
+      r.why = fmt::format("pattern {} matches line {}", w.pattern_id, i + 1);
+      r.line = i + 1;
+      r.pattern = w.pattern_id;
+      r.captures = w.captures;
+      results.push_back(std::move(r));
+    }
+    std::set<size_t> others;
+    for (const auto& id : w.all)
+      if (id != w.entry_id) others.insert(index_of.at(id));
+    for (size_t o : others) also.emplace_back(o, i + 1);
+  }
+  for (const auto& [d, line] : also) {
+    if (!seen.insert(d).second) continue;
+    SearchResult r;
+    r.entry = d;
+    r.match = "pattern";
+    r.why = fmt::format("also matches line {} (a more specific entry wins it)", line);
+    r.line = line;
+    results.push_back(std::move(r));
+  }
+  site::KeywordIndex index(kb);
+  for (auto& hit : index.search(messages)) {
+    if (!seen.insert(hit.entry).second) continue;
+    SearchResult r;
+    r.entry = hit.entry;
+    r.match = "keywords";
+    std::vector<std::string> top(hit.terms.begin(), hit.terms.begin() + std::min<size_t>(5, hit.terms.size()));
+    r.why = fmt::format("keywords: {}", fmt::join(top, ", "));
+    r.score = hit.score;
+    r.terms = std::move(hit.terms);
+    results.push_back(std::move(r));
+  }
+  const size_t total = results.size();
+  if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
+
+  if (opt.format == "json") {
+    nlohmann::ordered_json j;
+    j["query"] = text;
+    j["total"] = total;
+    auto& arr = j["results"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const SearchResult& r = results[i];
+      const kb::Entry& e = kb.entries[r.entry];
+      nlohmann::ordered_json o;
+      o["rank"] = i + 1;
+      o["id"] = e.id;
+      o["title"] = e.title;
+      o["category"] = e.category;
+      o["phase"] = e.phase;
+      o["frameworks"] = e.frameworks;
+      o["match"] = r.match;
+      o["why"] = r.why;
+      if (r.match == "pattern") {
+        o["line"] = r.line;
+        if (!r.pattern.empty()) o["pattern"] = r.pattern;
+        if (!r.captures.empty()) o["captures"] = r.captures;
+      } else {
+        o["score"] = r.score;
+        o["terms"] = r.terms;
+      }
+      arr.push_back(std::move(o));
+    }
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  } else if (results.empty()) {
+    fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
+  } else {
+    size_t id_w = 2;
+    for (const auto& r : results) id_w = std::max(id_w, kb.entries[r.entry].id.size());
+    fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", "#", "ID", id_w, "CATEGORY", "TITLE", "WHY");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const SearchResult& r = results[i];
+      const kb::Entry& e = kb.entries[r.entry];
+      fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, e.id, id_w, e.category, cut_utf8(e.title, 44), r.why);
+    }
+    if (total > results.size()) fmt::print("({} more; --limit 0 shows all)\n", total - results.size());
+  }
+  return results.empty() ? 1 : 0;
+}
+
+int run_site(const Options& opt) {
+  kb::LoadOptions lo;
+  lo.cache_dir = cache_dir(opt);
+  kb::LoadResult r = kb::load(kb::embedded_files(), opt.kb_dirs, lo);
+  print_errors(r.errors, "knowledge base");
+  if (r.kb.entries.empty()) {
+    fmt::print(stderr, "firstfault: the knowledge base has no usable entries\n");
+    return 2;
+  }
+  site::SiteOptions so;
+  so.generator = "firstfault " FF_VERSION;
+  auto stats = site::generate(r.kb, opt.out_dir, so);
+  if (!stats.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", stats.error().to_string());
+    return 2;
+  }
+  if (stats->js_patterns_skipped > 0)
+    fmt::print(stderr,
+               "firstfault: {} pattern(s) use RE2 syntax JavaScript cannot express; the site's search finds their "
+               "entries by keywords only\n",
+               stats->js_patterns_skipped);
+  fmt::print("wrote {} files: {} entry pages, {} framework hubs, {} tag pages\nopen {}\n", stats->files,
+             stats->entries, stats->frameworks, stats->tags,
+             (std::filesystem::path(opt.out_dir) / "index.html").string());
   return 0;
 }
 

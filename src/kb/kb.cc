@@ -330,6 +330,29 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
       else kb.frames.push_back(std::move(r));
     }
   }
+  if (YAML::Node ms = doc["metrics"]; ms && ms.IsSequence()) {
+    for (size_t i = 0; i < ms.size(); ++i) {
+      std::string field = "metrics[" + std::to_string(i) + "]";
+      MetricSpec m;
+      m.name = c.str(ms[i], "name", true);
+      m.keys = c.list(ms[i], "keys", false);
+      if (YAML::Node us = ms[i]["units"]; us && us.IsSequence()) {
+        for (size_t j = 0; j < us.size(); ++j) {
+          if (us[j].IsScalar()) {
+            m.units.push_back({us[j].as<std::string>(), 1.0});
+          } else if (us[j].IsMap()) {
+            MetricUnit u{c.str(us[j], "unit", true), 1.0};
+            if (us[j]["scale"]) u.scale = us[j]["scale"].as<double>();
+            m.units.push_back(std::move(u));
+          }
+        }
+      }
+      if (m.keys.empty() && m.units.empty()) c.fail(ms[i], field, "needs keys or units");
+      auto same = std::find_if(kb.metric_specs.begin(), kb.metric_specs.end(), [&](const MetricSpec& x) { return x.name == m.name; });
+      if (same != kb.metric_specs.end()) *same = std::move(m);
+      else kb.metric_specs.push_back(std::move(m));
+    }
+  }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
 
@@ -444,6 +467,13 @@ json kb_to_json(const KnowledgeBase& kb) {
   for (const auto& r : kb.frames) fr.push_back({r.path, r.category});
   j["frames"] = std::move(fr);
   j["default"] = kb.exception_default_category;
+  json ms = json::array();
+  for (const auto& m : kb.metric_specs) {
+    json units = json::array();
+    for (const auto& u : m.units) units.push_back({u.unit, u.scale});
+    ms.push_back({m.name, m.keys, units});
+  }
+  j["metrics"] = std::move(ms);
   return j;
 }
 
@@ -481,9 +511,14 @@ void kb_from_json(const json& j, KnowledgeBase& kb) {
   for (const auto& r : j["exceptions"]) kb.exceptions.push_back({r[0], r[1]});
   for (const auto& r : j["frames"]) kb.frames.push_back({r[0], r[1]});
   kb.exception_default_category = j["default"];
+  for (const auto& m : j["metrics"]) {
+    MetricSpec spec{m[0], m[1].get<std::vector<std::string>>(), {}};
+    for (const auto& u : m[2]) spec.units.push_back({u[0], u[1]});
+    kb.metric_specs.push_back(std::move(spec));
+  }
 }
 
-constexpr const char* kCacheVersion = "kbcache-3";
+constexpr const char* kCacheVersion = "kbcache-4";
 
 std::string read_all(const std::string& path, bool& ok) {
   std::ifstream in(path, std::ios::binary);

@@ -112,12 +112,25 @@ struct FrameRule {
   std::string category;
 };
 
+// A metric the progress-line parser knows (kb/formats/metrics.yaml): its canonical
+// name, the keys that name it ("lm loss") and units that imply it ("ms/step").
+struct MetricUnit {
+  std::string unit;
+  double scale = 1.0;  // multiply the value by this to get the canonical unit
+};
+struct MetricSpec {
+  std::string name;
+  std::vector<std::string> keys;
+  std::vector<MetricUnit> units;
+};
+
 struct KnowledgeBase {
   std::vector<Entry> entries;
   std::vector<PrefixFormat> prefixes;
   std::vector<PrefixFormat> source_names;  // formats over source names (kb/formats/sources.yaml)
   std::vector<ExceptionRule> exceptions;
   std::vector<FrameRule> frames;
+  std::vector<MetricSpec> metric_specs;
   std::string exception_default_category = "model-code";
   uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace ff::report {
@@ -29,6 +30,13 @@ ordered_json opt(const std::optional<T>& v) {
 }
 
 ordered_json str_or_null(const std::string& s) { return s.empty() ? ordered_json(nullptr) : ordered_json(s); }
+
+// JSON has no NaN or infinity: non-finite numbers are written as strings.
+ordered_json num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
 
 std::string ranks_text(const std::vector<int>& ranks) {
   // "0-62, 64" style compression.
@@ -146,7 +154,36 @@ std::string render_json(const Diagnosis& d, int indent) {
     sj["evidence"] = evidence_json(s.evidence.at(0));
     j["symptoms"].push_back(sj);
   }
-  j["series"] = ordered_json::object();
+  ordered_json series;
+  series["metrics"] = ordered_json::object();
+  for (const auto& m : d.series) {
+    ordered_json mj;
+    mj["count"] = m.count;
+    mj["ranks"] = m.ranks;
+    mj["min"] = num(m.min);
+    mj["max"] = num(m.max);
+    mj["first"] = {{"step", num(m.first_step)}, {"value", num(m.first_value)}};
+    mj["last"] = {{"step", num(m.last_step)}, {"value", num(m.last_value)}};
+    mj["points_rank"] = m.points_rank && *m.points_rank >= 0 ? ordered_json(*m.points_rank) : ordered_json(nullptr);
+    ordered_json pts = ordered_json::array();
+    for (const auto& [s, v] : m.points) pts.push_back({num(s), num(v)});
+    mj["points"] = std::move(pts);
+    series["metrics"][m.name] = std::move(mj);
+  }
+  series["verdicts"] = ordered_json::array();
+  for (const auto& v : d.verdicts) {
+    ordered_json vj;
+    vj["id"] = v.id;
+    vj["verdict"] = v.verdict;
+    vj["metric"] = v.metric;
+    vj["step"] = v.step ? num(*v.step) : ordered_json(nullptr);
+    vj["rank"] = opt(v.rank);
+    vj["summary"] = v.summary;
+    vj["evidence"] = ordered_json::array();
+    for (const auto& e : v.evidence) vj["evidence"].push_back(evidence_json(e));
+    series["verdicts"].push_back(std::move(vj));
+  }
+  j["series"] = std::move(series);
   ordered_json inputs;
   inputs["lines"] = d.lines;
   inputs["bytes"] = d.bytes;
@@ -232,6 +269,10 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     for (const auto& h : d.hypotheses) {
       out += fmt::format("  - {} [{}]: {}\n", h.title, h.category, h.evidence.empty() ? "" : h.evidence[0].text);
     }
+  }
+  if (!d.verdicts.empty()) {
+    out += fmt::format("\n{}\n", paint("1", "Numbers"));
+    for (const auto& v : d.verdicts) out += fmt::format("  - {}\n", v.summary);
   }
   if (!d.symptoms.empty()) {
     out += fmt::format("\n{}\n", paint("1", "Warnings and symptoms"));

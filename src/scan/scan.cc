@@ -1,6 +1,7 @@
 #include "scan/scan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -36,6 +37,7 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
   }
   FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));
   FF_TRY(e->source_names_, record::PrefixParser::create(kb.source_names));
+  e->aliases_ = metrics::Aliases::from_kb(kb.metric_specs);
   return std::shared_ptr<const Engine>(std::move(e));
 }
 
@@ -58,6 +60,13 @@ record::Origin Engine::origin_of_source(std::string_view name) const {
 namespace {
 
 constexpr size_t kMaxEventText = 2000;
+
+// A cheap test before the progress-line tokenizer: progress lines name a step, an
+// iteration or a loss, or a rate.
+bool might_be_progress(std::string_view m) {
+  return m.find("loss") != std::string_view::npos || m.find("step") != std::string_view::npos ||
+         m.find("iter") != std::string_view::npos || m.find("/s") != std::string_view::npos;
+}
 constexpr size_t kMaxRanksTracked = 1 << 20;
 
 std::string event_text(std::string_view s) {
@@ -194,7 +203,15 @@ class SourceScanner : public io::ByteSink {
     if (rec.time_us != record::kNoTime) {
       ++stats().lines_with_time;
       last_time_[rec.rank] = {rec.time_us, rec.clock};
+      if (rec.clock == record::Clock::kWall || rec.clock == record::Clock::kWallNoYear) {
+        if (job_.last_time_us == record::kNoTime || rec.time_us > job_.last_time_us) {
+          job_.last_time_us = rec.time_us;
+          job_.last_time_clock = rec.clock;
+        }
+      }
     }
+    if (might_be_progress(rec.message) && metrics::parse_progress_line(rec.message, engine_.metric_aliases(), progress_))
+      job_.series.add(rec.rank, progress_, source_, raw.number, rec.time_us, rec.message);
     bool in_summary = summary_.feed(rec, raw.number);
     int summary_rank = in_summary ? summary_.current_rank() : -1;
 
@@ -245,6 +262,7 @@ class SourceScanner : public io::ByteSink {
       engine_.db().captures(id, rec.message, &e.captures, &span);
       e.match_len = span.second - span.first;
       apply_captured_identity(e);
+      add_captured_metrics(e);
       e.in_launcher_summary = in_summary;
       e.summary_rank = summary_rank;
       if (joiner.active()) e.traceback_first = joiner.current().first_line;
@@ -267,6 +285,23 @@ class SourceScanner : public io::ByteSink {
     }
     auto node = e.captures.find("node");
     if (node != e.captures.end() && e.node.empty()) e.node = node->second;
+  }
+
+  // Captures named m_<metric> ("(?P<m_loss_scale>[0-9.]+)") are samples of that metric,
+  // at the captured `step` or the rank's last step.
+  void add_captured_metrics(const record::Event& e) {
+    for (const auto& [name, value] : e.captures) {
+      if (name.size() < 3 || name.compare(0, 2, "m_") != 0) continue;
+      metrics::MetricId id = engine_.metric_aliases().id(std::string_view(name).substr(2));
+      if (id == metrics::kNoMetric) continue;
+      char* end = nullptr;
+      double v = std::strtod(value.c_str(), &end);
+      if (end == value.c_str()) continue;
+      double step = -1;
+      if (auto st = e.captures.find("step"); st != e.captures.end()) step = std::strtod(st->second.c_str(), nullptr);
+      else if (auto lp = job_.series.last_progress().find(e.rank); lp != job_.series.last_progress().end()) step = lp->second.step;
+      job_.series.add_sample(e.rank, id, step, v, source_, e.line, e.time_us, e.text);
+    }
   }
 
   void apply_name_origin(record::Record& rec) {
@@ -343,6 +378,7 @@ class SourceScanner : public io::ByteSink {
   std::unordered_map<int, TimeMark> last_time_;
   std::vector<uint32_t> hits_;
   std::string clean_;
+  metrics::ProgressLine progress_;
   std::set<int> ranks_seen_;
   std::set<int> name_ranks_;  // ranks seen on lines that do not name their node
   struct Wrapper {

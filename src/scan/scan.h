@@ -26,6 +26,7 @@
 #include "io/io.h"
 #include "kb/kb.h"
 #include "match/match.h"
+#include "metrics/metrics.h"
 #include "record/event.h"
 #include "record/record.h"
 
@@ -54,6 +55,7 @@ class Engine {
   // What a source's name says about who wrote it (kb/formats/sources.yaml).
   record::Origin origin_of_source(std::string_view name) const;
   const record::PrefixParser& source_names() const { return *source_names_; }
+  const metrics::Aliases& metric_aliases() const { return aliases_; }
 
  private:
   Engine(const kb::KnowledgeBase& kb) : kb_(kb) {}
@@ -63,6 +65,7 @@ class Engine {
   std::vector<PatternRef> refs_;
   std::vector<Error> warnings_;
   std::unique_ptr<record::PrefixParser> source_names_;  // the sources formats, as prefixes
+  metrics::Aliases aliases_;
 };
 
 class EventSink {
@@ -111,6 +114,9 @@ struct JobStats {
   std::vector<std::string> notes;
   uint64_t bytes = 0;
   uint64_t lines = 0;
+  metrics::SeriesSet series;     // numbers from progress lines and metric captures
+  int64_t last_time_us = record::kNoTime;  // the latest wall-clock time seen in the job
+  record::Clock last_time_clock = record::Clock::kNone;
 };
 
 JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
