@@ -294,6 +294,9 @@ severity: fatal
 phase: forward
 frameworks: [pytorch]
 summary: s
+mechanism: m
+affected: [any]
+confirm: [look at the log]
 root_cause: r
 fix: [do this]
 verify: run it again

@@ -10,7 +10,8 @@ using record::EventKind;
 
 std::string entry_yaml(const std::string& id, const std::string& category, const std::string& severity = "fatal") {
   return "id: " + id + "\ntitle: " + id + "\ncategory: " + category + "\nseverity: " + severity +
-         "\nphase: any\nframeworks: [x]\nsummary: s\nroot_cause: r\nfix: [f]\nverify: v\n"
+         "\nphase: any\nframeworks: [x]\nsummary: s\nmechanism: m\naffected: [any]\nconfirm: [c]\n"
+         "root_cause: r\nfix: [f]\nverify: v\n"
          "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: root, literal: '" + id +
          " marker'}\nexamples: ['" + id + " marker']\n";
 }

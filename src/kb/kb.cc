@@ -48,9 +48,8 @@ const Entry* KnowledgeBase::find(std::string_view id) const {
 
 namespace {
 
-// The encyclopedia fields (mechanism, affected, confirm) become required once every
-// entry has them.
-constexpr bool kDepthRequired = false;
+// The encyclopedia fields (mechanism, affected, confirm) are required of every entry.
+constexpr bool kDepthRequired = true;
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();

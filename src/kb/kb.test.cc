@@ -15,6 +15,9 @@ severity: fatal
 phase: forward
 frameworks: [pytorch]
 summary: s
+mechanism: m
+affected: [any]
+confirm: [look]
 root_cause: r
 fix: [a]
 verify: v
@@ -72,6 +75,26 @@ TEST(KbLoad, MissingRequiredFieldIsNamed) {
   EXPECT_TRUE(r.kb.entries.empty());
 }
 
+// Each required field of the schema (kb/README.md), left out in turn: the entry is
+// rejected and the error names the field.
+TEST(KbLoad, EveryRequiredFieldMissingIsNamed) {
+  for (std::string field : {"id", "title", "category", "severity", "phase", "frameworks", "summary", "mechanism",
+                            "affected", "confirm", "root_cause", "fix", "verify", "references", "patterns",
+                            "examples"}) {
+    std::string s = kGood;
+    size_t at = s.rfind("\n" + field + ":") + 1;
+    if (s.rfind(field + ":", 0) == 0) at = 0;
+    size_t end = s.find('\n', at) + 1;
+    while (end < s.size() && s[end] == ' ') end = s.find('\n', end) + 1;  // the field's indented lines
+    s.erase(at, end - at);
+    LoadResult r = load({{"x.yaml", s}});
+    ASSERT_FALSE(r.errors.empty()) << "no error without " << field;
+    EXPECT_EQ(r.errors[0].where.field, field);
+    EXPECT_EQ(r.errors[0].where.file, "x.yaml");
+    EXPECT_TRUE(r.kb.entries.empty()) << field;
+  }
+}
+
 TEST(KbLoad, DuplicateIdInOneSetIsAnErrorButOverrideDirReplaces) {
   LoadResult dup = load({{"a.yaml", kGood}, {"b.yaml", kGood}});
   EXPECT_EQ(dup.kb.entries.size(), 1u);
@@ -88,6 +111,17 @@ TEST(KbLoad, DuplicateIdInOneSetIsAnErrorButOverrideDirReplaces) {
   ASSERT_EQ(r.kb.entries.size(), 1u);
   EXPECT_EQ(r.kb.find("test.good")->title, "Overridden");
   std::filesystem::remove_all(dir);
+}
+
+TEST(KbLoad, EncyclopediaFieldsAreRequired) {
+  for (const char* field : {"mechanism: m\n", "affected: [any]\n", "confirm: [look]\n"}) {
+    std::string s = kGood;
+    s.erase(s.find(field), std::string(field).size());
+    LoadResult r = load({{"x.yaml", s}});
+    ASSERT_EQ(r.errors.size(), 1u) << field;
+    EXPECT_EQ(r.errors[0].where.field, std::string(field).substr(0, std::string(field).find(':')));
+    EXPECT_TRUE(r.kb.entries.empty());
+  }
 }
 
 TEST(KbLoad, PatternMatchingEverythingIsRejected) {
