@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/strings.h"
+#include "template/template.h"
 
 namespace ff::analyze {
 
@@ -324,6 +325,7 @@ void apply_verdicts(Diagnosis& d) {
     f.fix = {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and gradient clipping.",
              "Switch to bf16 if the hardware supports it."};
     f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
+    f.fingerprint = template_::fingerprint(f.id, "");
     d.primary = std::move(f);
     d.verdict = "failed";
   } else if (transient) {
@@ -441,6 +443,16 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       else inc.tier = kRecognised;
     } else if (inc.role == kb::Role::kCollateral && !in_summary) {
       inc.tier = kCollateralOnly;
+    }
+  }
+
+  // Lines a healthy control run also prints are noise, not the failure.
+  if (numbers.seen_in_control) {
+    for (Incident& inc : incidents) {
+      if (inc.tier != kNone && numbers.seen_in_control(inc.decisive->text)) {
+        inc.tier = kNone;
+        d.notes.push_back("also in the control run, treated as noise: " + inc.decisive->text.substr(0, 160));
+      }
     }
   }
 
@@ -587,6 +599,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     if (hang && rank_source.rfind("straggler", 0) == 0) f.time = hang->started;
     f.rank_source = rank_source;
     f.node_source = node_source;
+    f.fingerprint = template_::fingerprint(f.id, de.text);
     f.hang = hang;
     f.exception_type = primary->exc_type;
     Evidence dec = to_evidence(de, sources);
@@ -638,6 +651,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       c.category = inc.category;
       c.explained_by = primary ? primary->id : "";
       c.first = to_evidence(*inc.decisive, sources);
+      c.fingerprint = template_::fingerprint(inc.id, inc.decisive->text);
       coll_index[inc.id] = d.collateral.size();
       d.collateral.push_back(std::move(c));
       it = coll_index.find(inc.id);

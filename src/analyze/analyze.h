@@ -11,7 +11,9 @@
 // Thread-safety: pure; no shared state.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyze/diagnosis.h"
@@ -27,6 +29,9 @@ struct JobNumbers {
   const metrics::Aliases* aliases = nullptr;
   int64_t last_time_us = record::kNoTime;
   record::Clock last_time_clock = record::Clock::kNone;
+  // From `firstfault diff`: true for a line whose template also occurs in a healthy
+  // control run. Such lines never become the primary failure (they are noise).
+  std::function<bool(std::string_view)> seen_in_control;
 };
 
 Diagnosis diagnose(const std::vector<record::Event>& events, const std::vector<SourceSummary>& sources,

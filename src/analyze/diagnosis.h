@@ -50,6 +50,7 @@ struct Finding {
   std::string exception_type;
   std::string rank_source;  // how the rank was found: "prefix", "launcher summary", ...
   std::string node_source;  // how the node was found
+  std::string fingerprint;  // stable across ranks, times, addresses and sizes
   std::optional<Hang> hang; // for hangs: the stuck collective
 };
 
@@ -61,6 +62,7 @@ struct Collateral {
   std::vector<std::string> nodes;
   int count = 0;
   std::string explained_by;
+  std::string fingerprint;
   Evidence first;
 };
 

@@ -71,6 +71,16 @@ std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stat
   return out;
 }
 
+// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs.
+void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inputs) {
+  if (!d.primary) return;
+  std::string before;
+  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + ("'" + in + "'");
+  d.primary->verify += std::string(d.primary->verify.empty() ? "" : "\n") +
+                       "Then check that the failure's signature (fingerprint " + d.primary->fingerprint +
+                       ") is gone: firstfault verify --before " + before + " --after NEW_LOGS";
+}
+
 int run_diagnose(const Options& opt) {
   auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false);
@@ -85,6 +95,7 @@ int run_diagnose(const Options& opt) {
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats.sources.empty()) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");

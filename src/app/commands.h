@@ -1,6 +1,7 @@
 // app/commands.h — one function per subcommand; each returns the process exit code.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,14 @@ struct Options {
   bool no_cache = false;
   std::string filter_category;
   std::string filter_framework;
+  std::string filter_phase;
+  std::string filter_tag;
   std::string entry_id;
+  std::vector<std::string> words;  // search: the query (words, a pasted line, or - for stdin)
+  size_t limit = 10;               // search: most results shown (0 = all)
+  std::string out_dir;             // site: where the encyclopedia is written
+  std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
+  uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
 };
 
 int run_diagnose(const Options& opt);
@@ -23,5 +31,7 @@ int run_events(const Options& opt);
 int run_kb_check(const Options& opt);
 int run_kb_list(const Options& opt);
 int run_explain(const Options& opt);
+int run_search(const Options& opt);
+int run_site(const Options& opt);
 
 }  // namespace ff::app

@@ -30,6 +30,7 @@ LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view mess
                   (p.priority == best_prio && (len > best_len || (len == best_len && e.id < w.entry_id)));
     if (better) {
       w.entry_id = e.id;
+      w.pattern_id = p.id;
       w.captures = std::move(caps);
       best_prio = p.priority;
       best_len = len;
@@ -88,6 +89,8 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) 
     }
   }
   for (const auto& bad : engine.prefixes().check_samples()) rep.problems.push_back("formats: sample does not match: " + bad);
+  for (const auto& bad : engine.source_names().check_samples())
+    rep.problems.push_back("formats/sources: sample does not match: " + bad);
   return rep;
 }
 

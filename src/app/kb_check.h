@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "analyze/diagnosis.h"
 #include "kb/kb.h"
 #include "scan/scan.h"
 
@@ -24,6 +25,9 @@ struct Loaded {
 
 Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors);
 
+// The scan's per-source statistics as the analysis sees them.
+std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats);
+
 struct KbCheckReport {
   size_t patterns = 0;
   size_t examples = 0;
@@ -36,6 +40,7 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine);
 // then id); empty when nothing matches.
 struct LineWinner {
   std::string entry_id;
+  std::string pattern_id;  // the winning pattern of entry_id
   std::map<std::string, std::string> captures;
   std::vector<std::string> all;  // every entry that matched
 };

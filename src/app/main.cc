@@ -13,6 +13,7 @@
 
 #include "analyze/analyze.h"
 #include "app/commands.h"
+#include "app/compare.h"
 #include "kb/kb.h"
 #include "report/report.h"
 #include "scan/scan.h"
@@ -51,12 +52,17 @@ int main(int argc, char** argv) {
   diag->add_option("--color", opt.color, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
+  const char* kMaxBytesHelp =
+      "Stop reading after this many decompressed bytes over all inputs (e.g. 512M, 20G; default 256G): "
+      "a bound on archive and compression bombs";
+  diag->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   diag->footer(kExitCodes);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
   events->add_option("inputs", opt.inputs, "Log files, directories, archives, or - for stdin")->required();
   events->add_option("--format,-f", opt.format, "Output format: jsonl or text")
       ->check(CLI::IsMember({"jsonl", "text"}));
+  events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
@@ -64,10 +70,44 @@ int main(int argc, char** argv) {
   auto* kb_list = kbcmd->add_subcommand("list", "List entries");
   kb_list->add_option("--category", opt.filter_category, "Only this category");
   kb_list->add_option("--framework", opt.filter_framework, "Only this framework");
+  kb_list->add_option("--phase", opt.filter_phase, "Only this lifecycle phase")->check(CLI::IsMember(ff::kb::phases()));
+  kb_list->add_option("--tag", opt.filter_tag, "Only entries with this tag");
+  kb_list->footer("Exit codes:\n  0  entries listed\n  1  no entry matches the filters\n  2  could not run\n");
   kb_list->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   auto* explain = app.add_subcommand("explain", "Show one knowledge-base entry");
   explain->add_option("id", opt.entry_id, "Entry id, e.g. pytorch.cuda.out-of-memory")->required();
+
+  auto* search = app.add_subcommand(
+      "search", "Find the entries for a pasted error text or keywords: entries whose pattern matches a line first, "
+                "then the rest by keyword relevance");
+  search->add_option("words", opt.words,
+                     "Keywords or a pasted log line (quote it; several lines are fine), or - to read stdin")
+      ->required();
+  search->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  search->add_option("--limit,-n", opt.limit, "Show at most N entries (0 = all)")->capture_default_str();
+  search->footer("Exit codes:\n  0  something matched\n  1  nothing matched\n  2  could not run\n");
+
+  auto* site = app.add_subcommand(
+      "site", "Write the knowledge base as a static HTML encyclopedia (open OUTDIR/index.html; works offline)");
+  site->add_option("outdir", opt.out_dir, "Folder to write (created if missing; files in it are overwritten)")
+      ->required();
+
+  auto* diff = app.add_subcommand(
+      "diff", "Compare a failed run with a healthy control: new lines, changed rates, the first departure");
+  diff->add_option("failed", opt.inputs, "Logs of the failed run (files, folders, archives)")->required();
+  diff->add_option("--control,-c", opt.control, "Logs of a healthy run of the same job")->required();
+  diff->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
+  diff->footer("Exit codes: 0 nothing new and healthy, 1 differences or a failure found, 2 could not run.");
+
+  auto* verify = app.add_subcommand(
+      "verify", "After a fix: is the original failure's signature gone from the rerun?");
+  verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
+  verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
+  verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  verify->footer("Exit codes: 0 the original failure is gone and no new failure appeared, 1 still failing or "
+                 "replaced by a different failure, 2 could not run (or the --before logs show no failure).");
 
   try {
     app.parse(argc, argv);
@@ -84,5 +124,12 @@ int main(int argc, char** argv) {
   if (kb_check->parsed()) return ff::app::run_kb_check(opt);
   if (kb_list->parsed()) return ff::app::run_kb_list(opt);
   if (explain->parsed()) return ff::app::run_explain(opt);
+  if (search->parsed()) return ff::app::run_search(opt);
+  if (site->parsed()) return ff::app::run_site(opt);
+  if (diff->parsed()) {
+    if (diff->count("--limit") == 0) opt.limit = 20;
+    return ff::app::run_diff(opt);
+  }
+  if (verify->parsed()) return ff::app::run_verify(opt);
   return 2;
 }

@@ -116,7 +116,7 @@ void prune_cache(const std::string& dir, const std::string& prefix, size_t keep)
 }
 
 bool parse_int(std::string_view s, long long& out) {
-  if (s.empty()) return false;
+  if (s.empty() || s[0] == '-') return false;  // from_chars would take a sign
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && ptr == s.data() + s.size();
 }

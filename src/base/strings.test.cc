@@ -30,6 +30,7 @@ TEST(Strings, ParseInt) {
   EXPECT_EQ(v, 1234);
   EXPECT_FALSE(parse_int("12a", v));
   EXPECT_FALSE(parse_int("", v));
+  EXPECT_FALSE(parse_int("-5", v)) << "non-negative only, as documented (issue 7)";
 }
 
 TEST(Result, CarriesValueOrError) {

@@ -32,7 +32,86 @@ void LineFramer::keep(std::string_view piece) {
   pending_.append(piece.substr(0, std::min(room, piece.size())));
 }
 
+namespace {
+
+// A carriage return followed by more text on the same line ("a\rb", not "a\r" or "a\r\n").
+bool has_lone_cr(std::string_view s) {
+  for (size_t i = s.find('\r'); i != std::string_view::npos && i + 1 < s.size(); i = s.find('\r', i + 1)) {
+    if (s[i + 1] != '\r' && s[i + 1] != '\n') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The first line had no '\n' and is CR-separated: re-frame what is pending in CR mode.
+void LineFramer::switch_to_cr(const std::function<void(const RawLine&)>& on_line) {
+  eol_ = Eol::kCr;
+  std::string held = std::move(pending_);
+  pending_.clear();
+  pending_cut_ = false;
+  offset_ = line_start_;
+  feed_cr(held, on_line);
+}
+
+void LineFramer::feed_cr(std::string_view chunk, const std::function<void(const RawLine&)>& on_line) {
+  size_t pos = 0;
+  if (skip_lf_ && !chunk.empty()) {
+    skip_lf_ = false;
+    if (chunk[0] == '\n') {  // the '\n' of a "\r\n" split across chunks
+      pos = 1;
+      line_start_ = ++offset_;
+    }
+  }
+  while (pos < chunk.size()) {
+    size_t end = chunk.find_first_of("\r\n", pos);
+    if (end == std::string_view::npos) {
+      keep(chunk.substr(pos));
+      offset_ += chunk.size() - pos;
+      return;
+    }
+    std::string_view piece = chunk.substr(pos, end - pos);
+    if (pending_.empty() && !pending_cut_) {
+      emit(piece.substr(0, std::min(piece.size(), max_line_)), piece.size() > max_line_, on_line);
+    } else {
+      keep(piece);
+      emit(pending_, pending_cut_, on_line);
+    }
+    size_t term = 1;
+    if (chunk[end] == '\r') {
+      if (end + 1 < chunk.size()) {
+        if (chunk[end + 1] == '\n') term = 2;
+      } else {
+        skip_lf_ = true;
+      }
+    }
+    offset_ += piece.size() + term;
+    line_start_ = offset_;
+    pos = end + term;
+  }
+}
+
 void LineFramer::feed(std::string_view chunk, const std::function<void(const RawLine&)>& on_line) {
+  if (eol_ == Eol::kUndecided) {
+    if (!chunk.empty() && std::memchr(chunk.data(), '\n', chunk.size()) != nullptr) {
+      eol_ = Eol::kLf;
+    } else if (pending_.size() + chunk.size() > max_line_) {
+      // The first line would be cut: decide now, while every byte of it is still here.
+      bool lone_cr = has_lone_cr(pending_) || has_lone_cr(chunk) ||
+                     (!pending_.empty() && pending_.back() == '\r' && !chunk.empty() && chunk[0] != '\r');
+      if (!lone_cr) {
+        eol_ = Eol::kLf;
+      } else {
+        switch_to_cr(on_line);
+        feed_cr(chunk, on_line);
+        return;
+      }
+    }
+  }
+  if (eol_ == Eol::kCr) {
+    feed_cr(chunk, on_line);
+    return;
+  }
   size_t pos = 0;
   while (pos < chunk.size()) {
     const void* nl = std::memchr(chunk.data() + pos, '\n', chunk.size() - pos);
@@ -57,6 +136,7 @@ void LineFramer::feed(std::string_view chunk, const std::function<void(const Raw
 }
 
 void LineFramer::finish(const std::function<void(const RawLine&)>& on_line) {
+  if (eol_ == Eol::kUndecided && has_lone_cr(pending_)) switch_to_cr(on_line);
   if (pending_.empty() && !pending_cut_) return;
   emit(pending_, pending_cut_, on_line);
   line_start_ = offset_;
@@ -216,8 +296,8 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     while (p < s.size() && s[p] == ' ') ++p;
     int dd = 0;
     size_t q = p;
-    while (q < s.size() && s[q] >= '0' && s[q] <= '9') dd = dd * 10 + (s[q++] - '0');
-    if (mo == 0 || q == p || q >= s.size() || s[q] != ' ') return false;
+    while (q < s.size() && q - p < 3 && s[q] >= '0' && s[q] <= '9') dd = dd * 10 + (s[q++] - '0');
+    if (mo == 0 || q == p || q >= s.size() || s[q] != ' ' || dd < 1 || dd > 31) return false;
     if (read_hms(s, q + 1, tod, subsecond) == std::string_view::npos) return false;
     us = days_from_civil(kNoYear, mo, dd) * 86400 * 1000000 + tod;
     clock = Clock::kWallNoYear;
@@ -228,6 +308,7 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     size_t dot = s.find('.');
     long long sec = 0, frac = 0;
     if (dot == std::string_view::npos || !parse_int(s.substr(0, dot), sec)) return false;
+    if (sec > INT64_MAX / 1000000 - 1) return false;  // would overflow: not a boot time
     std::string_view f = s.substr(dot + 1);
     if (f.empty() || f.size() > 9 || !parse_int(f, frac)) return false;
     for (size_t i = f.size(); i < 6; ++i) frac *= 10;
@@ -417,6 +498,10 @@ bool parse_exception_line(std::string_view text, std::string& type, std::string&
   if (t[i] != ':') return false;
   type = std::string(name);
   message = std::string(trim(t.substr(i + 1)));
+  // "Failures:" or "Note:" with nothing after is a heading, not an exception, unless the
+  // name says it is one ("ChildFailedError:" with the details on the next lines).
+  if (message.empty())
+    return last.find("Error") != std::string_view::npos || last.find("Exception") != std::string_view::npos;
   return true;
 }
 

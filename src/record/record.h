@@ -47,6 +47,11 @@ struct RawLine {
   bool cut = false;         // longer than the limit: only the first part is here
 };
 
+// Line ends: '\n' (and "\r\n"; clean_line drops the '\r'). A '\r' inside a
+// '\n'-terminated line is a progress-bar redraw and stays in the line for clean_line. A
+// source with no '\n' at all in its first line (up to the line limit or the end) that has
+// carriage returns followed by more text is an old-Mac-style CR-only log: from then on
+// '\r', '\n' and "\r\n" each end a line (Python's universal newlines).
 class LineFramer {
  public:
   explicit LineFramer(size_t max_line = 1 << 20) : max_line_(max_line) {}
@@ -60,6 +65,11 @@ class LineFramer {
  private:
   void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line);
   void keep(std::string_view piece);
+  void feed_cr(std::string_view chunk, const std::function<void(const RawLine&)>& on_line);
+  void switch_to_cr(const std::function<void(const RawLine&)>& on_line);
+  enum class Eol : uint8_t { kUndecided, kLf, kCr };
+  Eol eol_ = Eol::kUndecided;  // decided by the first '\n', or by the first line's CRs
+  bool skip_lf_ = false;       // CR mode: the last chunk ended in '\r'; a leading '\n' pairs with it
   size_t max_line_;
   std::string pending_;
   bool pending_cut_ = false;

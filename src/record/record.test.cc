@@ -27,6 +27,54 @@ TEST(LineFramer, LongLineIsCutNotBuffered) {
   EXPECT_EQ(lines[1], "ok");
 }
 
+// Issue 7: an old-Mac-style log ends its lines with '\r' only. Before, the whole file was
+// one line of which clean_line kept the text after the last '\r'.
+TEST(LineFramer, CrOnlyLogIsSplitAtCarriageReturns) {
+  EXPECT_EQ(frame({"a\rb\r\rc"}), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(frame({"a\rb\r"}), (std::vector<std::string>{"a", "b"}));
+  // Decided when the first line reaches the limit (8 here); then '\r', '\n' and a "\r\n"
+  // cut across chunks each end one line.
+  EXPECT_EQ(frame({"one\rtw", "o\rsix\r", "\nthree\rfour\r", "five"}, 8),
+            (std::vector<std::string>{"one", "two", "six", "three", "four", "five"}));
+  // Offsets and numbers follow the CR-separated lines.
+  LineFramer f;
+  std::vector<std::pair<uint64_t, uint64_t>> at;
+  auto cb = [&](const RawLine& l) { at.emplace_back(l.number, l.offset); };
+  f.feed("ab\rcd\r\re", cb);
+  f.finish(cb);
+  EXPECT_EQ(at, (std::vector<std::pair<uint64_t, uint64_t>>{{1, 0}, {2, 3}, {3, 6}, {4, 7}}));
+  // A '\n' in the first line means a normal log: the CRs are progress-bar redraws.
+  EXPECT_EQ(frame({"a\rb\nc\n"}), (std::vector<std::string>{"a\rb", "c"}));
+}
+
+TEST(LineFramer, CrOnlyLogLongerThanTheLineLimitIsDecidedAtTheLimit) {
+  std::string log;
+  for (int i = 0; i < 100; ++i) log += "line " + std::to_string(i) + "\r";
+  std::vector<std::string> chunks;
+  for (size_t i = 0; i < log.size(); i += 7) chunks.push_back(log.substr(i, 7));
+  auto lines = frame(chunks, 64);
+  ASSERT_EQ(lines.size(), 100u);
+  EXPECT_EQ(lines[0], "line 0");
+  EXPECT_EQ(lines[99], "line 99");
+}
+
+TEST(LineFramer, ProgressBarsInNewlineTerminatedLogsStayOneLine) {
+  // A '\r' before the first '\n' is a progress bar, not a line end.
+  auto lines = frame({" 10%|#  | 1/10\r 50%|#####| 5/10\r100%|#########|", " 10/10\nloss 0.1\nx\ry\n"});
+  ASSERT_EQ(lines.size(), 3u);
+  std::string out;
+  clean_line(lines[0], out);
+  EXPECT_EQ(out, "100%|#########| 10/10");
+  EXPECT_EQ(lines[2], "x\ry");
+  // A long first line without any CR is cut, not split.
+  auto cut = frame({std::string(100, 'x'), "\nok\n"}, 10);
+  ASSERT_EQ(cut.size(), 2u);
+  EXPECT_EQ(cut[0], std::string(10, 'x') + "<cut>");
+  // CRLF and a trailing CR are line ends of a normal log.
+  EXPECT_EQ(frame({"a\r\nb\r\n"}), (std::vector<std::string>{"a\r", "b\r"}));
+  EXPECT_EQ(frame({"only\r"}), (std::vector<std::string>{"only\r"}));
+}
+
 TEST(CleanLine, AnsiCrAndNul) {
   std::string out;
   clean_line("\x1b[31mERROR\x1b[0m boom\r", out);
@@ -62,6 +110,19 @@ TEST(ParseTime, Formats) {
   ASSERT_TRUE(parse_time("06-30 06:10:12", "mdhms", us, c, sub));
   EXPECT_FALSE(parse_time("2026-13-30 10:20:42", "iso", us, c, sub));
   EXPECT_FALSE(parse_time("not a time", "iso", us, c, sub));
+}
+
+// Found by fuzz_record (issue 7): a long run of digits where syslog's day goes overflowed
+// an int (UBSan), as did a huge dmesg seconds value.
+TEST(ParseTime, FuzzFoundDigitRunsDoNotOverflow) {
+  int64_t us;
+  Clock c;
+  bool sub;
+  EXPECT_FALSE(parse_time("Oct 404042331999 13:19:39", "syslog", us, c, sub));
+  EXPECT_FALSE(parse_time("Oct 32 13:19:39", "syslog", us, c, sub));
+  EXPECT_TRUE(parse_time("Oct  4 13:19:39", "syslog", us, c, sub));
+  EXPECT_FALSE(parse_time("9223372036854775.5", "dmesg", us, c, sub));
+  EXPECT_FALSE(parse_time("-5.25", "dmesg", us, c, sub));
 }
 
 TEST(ExceptionLine, Recognised) {

@@ -77,6 +77,7 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["rank_source"] = str_or_null(p.rank_source);
     pj["exception_type"] = str_or_null(p.exception_type);
     pj["node_source"] = str_or_null(p.node_source);
+    pj["fingerprint"] = str_or_null(p.fingerprint);
     if (p.hang) {
       ordered_json h;
       h["op"] = str_or_null(p.hang->op);
@@ -114,6 +115,7 @@ std::string render_json(const Diagnosis& d, int indent) {
     cj["nodes"] = c.nodes;
     cj["count"] = c.count;
     cj["explained_by"] = str_or_null(c.explained_by);
+    cj["fingerprint"] = str_or_null(c.fingerprint);
     cj["first"] = evidence_json(c.first);
     j["collateral"].push_back(cj);
   }

@@ -1,0 +1,71 @@
+// site/search_index.h — keyword relevance over the knowledge base (BM25), shared by
+// `firstfault search` and the encyclopedia's client-side search.
+//
+// The index is built here, in C++, from each entry's id, title, tags, summary, symptoms and
+// the literal text of its patterns (each field with a weight). The static site ships the
+// built index (postings with integer weighted term frequencies, document lengths, k1, b)
+// as data, and assets/search.js re-implements only tokenize() and score(), so the browser
+// ranks exactly as the command line does. Change tokenize() here and in search.js together
+// (the site test compares the two rankings).
+//
+//   site::KeywordIndex index(kb);
+//   for (const auto& hit : index.search("nccl watchdog timeout")) ...kb.entries[hit.entry]...
+//
+// Thread-safety: immutable after construction; search() is const and may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kb/kb.h"
+
+namespace ff::site {
+
+// Lower-cased ASCII alphanumeric runs; every other byte (punctuation, spaces, non-ASCII)
+// separates. Runs shorter than 2, stop words, and numbers longer than 4 digits are dropped;
+// a plural "s" is stripped from words longer than 3 ("timeouts" -> "timeout", not "loss").
+std::vector<std::string> tokenize(std::string_view text);
+
+// The literal text runs of an RE2 regex, for keyword search: "CUDA out of memory\. Tried"
+// yields "CUDA out of memory. Tried"; classes, groups and escapes like \d separate runs.
+std::vector<std::string> regex_literals(std::string_view regex);
+
+// Field weights: a term in the id, title or tags counts three times, in pattern literals
+// twice, in the summary or symptoms once.
+inline constexpr int kWeightId = 3;
+inline constexpr int kWeightTitle = 3;
+inline constexpr int kWeightTags = 3;
+inline constexpr int kWeightLiterals = 2;
+inline constexpr int kWeightSummary = 1;
+inline constexpr int kWeightSymptoms = 1;
+inline constexpr double kBm25K1 = 1.2;
+inline constexpr double kBm25B = 0.75;
+
+class KeywordIndex {
+ public:
+  explicit KeywordIndex(const kb::KnowledgeBase& kb);
+
+  struct Hit {
+    size_t entry = 0;                 // index into kb.entries
+    double score = 0;                 // BM25, rounded to 1e-6 (so C++ and JS agree on ties)
+    std::vector<std::string> terms;   // the query terms that matched, best contribution first
+  };
+  // Every entry with a positive score, best first; ties by entry id.
+  std::vector<Hit> search(std::string_view query) const;
+
+  // The index as data for the static site: {k1, b, n, len: [...], post: {term: [doc, tf, ...]}}.
+  nlohmann::ordered_json to_json() const;
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<uint32_t> len_;                                  // weighted document length
+  std::map<std::string, std::vector<std::pair<uint32_t, uint32_t>>> postings_;  // term -> (doc, tf)
+  double avgdl_ = 0;
+};
+
+}  // namespace ff::site

@@ -1,0 +1,251 @@
+#include "site/site.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "site/search_index.h"
+
+namespace ff::site {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("ff-site-test-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::vector<fs::path> html_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".html") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The values of every href="..." and src="..." attribute.
+std::vector<std::string> links(const std::string& html) {
+  std::vector<std::string> out;
+  for (const char* attr : {" href=\"", " src=\""}) {
+    size_t pos = 0;
+    while ((pos = html.find(attr, pos)) != std::string::npos) {
+      pos += std::strlen(attr);
+      size_t end = html.find('"', pos);
+      out.push_back(html.substr(pos, end - pos));
+      pos = end;
+    }
+  }
+  return out;
+}
+
+bool external(const std::string& link) {
+  for (const char* scheme : {"http://", "https://", "mailto:", "data:"})
+    if (link.rfind(scheme, 0) == 0) return true;
+  return false;
+}
+
+kb::KnowledgeBase embedded_kb() {
+  kb::LoadResult r = kb::load(kb::embedded_files());
+  return std::move(r.kb);
+}
+
+TEST(Site, EveryEntryHasAPageAndEveryInternalLinkResolves) {
+  kb::KnowledgeBase kb = embedded_kb();
+  ASSERT_FALSE(kb.entries.empty());
+  TempDir dir("links");
+  auto stats = generate(kb, dir.path.string(), {"firstfault test"});
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  EXPECT_EQ(stats->entries, kb.entries.size());
+  EXPECT_GT(stats->frameworks, 5u);
+  EXPECT_GT(stats->tags, 10u);
+  for (const auto& e : kb.entries) EXPECT_TRUE(fs::exists(dir.path / "entries" / (e.id + ".html"))) << e.id;
+  for (const char* f : {"index.html", "assets/style.css", "assets/search.js", "assets/search-index.js"})
+    EXPECT_TRUE(fs::exists(dir.path / f)) << f;
+
+  const fs::path root = fs::weakly_canonical(dir.path);
+  size_t checked = 0;
+  std::map<fs::path, std::string> cache;
+  for (const auto& file : html_files(dir.path)) {
+    std::string html = read(file);
+    for (const auto& link : links(html)) {
+      if (external(link)) continue;
+      ASSERT_FALSE(link.empty()) << file;
+      std::string path = link.substr(0, link.find('#'));
+      std::string frag = link.find('#') == std::string::npos ? "" : link.substr(link.find('#') + 1);
+      fs::path target = path.empty() ? file : fs::weakly_canonical(file.parent_path() / path);
+      EXPECT_TRUE(fs::is_regular_file(target)) << file.string() << " links to a missing " << link;
+      EXPECT_EQ(target.string().rfind(root.string(), 0), 0u) << file.string() << " links outside the site: " << link;
+      if (!frag.empty() && fs::is_regular_file(target)) {
+        auto [it, fresh] = cache.emplace(target, "");
+        if (fresh) it->second = read(target);
+        EXPECT_NE(it->second.find("id=\"" + frag + "\""), std::string::npos) << file.string() << ": no anchor " << link;
+      }
+      ++checked;
+    }
+    // Nothing is loaded from the network: no external scripts, styles or fonts.
+    EXPECT_EQ(html.find("src=\"http"), std::string::npos) << file;
+    EXPECT_EQ(html.find("<link rel=\"stylesheet\" href=\"http"), std::string::npos) << file;
+  }
+  EXPECT_GT(checked, kb.entries.size() * 5);
+}
+
+TEST(Site, EveryPatternIsShippedToTheClientSideSearch) {
+  kb::KnowledgeBase kb = embedded_kb();
+  TempDir dir("patterns");
+  auto stats = generate(kb, dir.path.string());
+  ASSERT_TRUE(stats.ok());
+  size_t patterns = 0;
+  for (const auto& e : kb.entries) patterns += e.patterns.size();
+  EXPECT_EQ(stats->js_patterns, patterns);
+  EXPECT_EQ(stats->js_patterns_skipped, 0u);
+  std::string js = read(dir.path / "assets" / "search-index.js");
+  EXPECT_EQ(js.rfind("// Generated", 0), 0u);
+  EXPECT_NE(js.find("window.FF_INDEX = {"), std::string::npos);
+  EXPECT_EQ(js.find("(?P<"), std::string::npos) << "RE2 named groups must be converted";
+  for (unsigned char c : js) ASSERT_LT(c, 0x80) << "the index must be pure ASCII";
+}
+
+const char* kHostile = R"(id: test.hostile
+title: 'Title <script>alert(1)</script> & "quotes"'
+category: gpu-memory
+severity: fatal
+phase: forward
+frameworks: ['<b>fw</b>', pytorch]
+tags: ['<img src=x onerror=alert(2)>', oom]
+summary: 'Summary <script>alert(3)</script> with `code <i>`.'
+mechanism: 'm </textarea><script>alert(4)</script>'
+affected: ['<i>any</i>']
+confirm: ['<script>alert(12)</script>']
+transience: terminal
+symptoms: [{symptom: '<script>alert(5)</script>', why: '<b>why</b>'}]
+root_cause: r
+fix: ['<script>alert(6)</script>']
+verify: v
+related: ['<script>alert(7)</script>']
+references:
+  - {url: 'javascript:alert(8)', note: n}
+  - {url: 'https://example.org/?a=1&b="2"', note: '<script>alert(9)</script>'}
+code_examples: {pytorch: 'print("<script>alert(10)</script>")'}
+patterns:
+  - {id: p1, role: root, literal: 'CUDA error: <script>alert(11)</script>'}
+examples: ['RuntimeError: CUDA error: <script>alert(11)</script>']
+)";
+
+TEST(Site, KbTextIsHtmlEscaped) {
+  kb::LoadResult r = kb::load({{"x/hostile.yaml", kHostile}});
+  for (const auto& e : r.errors) ADD_FAILURE() << e.to_string();
+  ASSERT_EQ(r.kb.entries.size(), 1u);
+  TempDir dir("escape");
+  auto stats = generate(r.kb, dir.path.string(), {"gen <script>"});
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  std::string page = read(dir.path / "entries" / "test.hostile.html");
+  EXPECT_NE(page.find("Title &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;"), std::string::npos);
+  EXPECT_NE(page.find("<code>code &lt;i&gt;</code>"), std::string::npos);
+  EXPECT_EQ(page.find("href=\"javascript:"), std::string::npos) << "only http(s) references become links";
+  EXPECT_NE(page.find("href=\"https://example.org/?a=1&amp;b=&quot;2&quot;\""), std::string::npos);
+  for (const auto& file : html_files(dir.path)) {
+    std::string html = read(file);
+    EXPECT_EQ(html.find("<script>"), std::string::npos) << file;
+    EXPECT_EQ(html.find("<img"), std::string::npos) << file;
+    EXPECT_EQ(html.find("<b>"), std::string::npos) << file;
+    EXPECT_EQ(html.find("<i>"), std::string::npos) << file;
+    EXPECT_EQ(html.find("</textarea><script"), std::string::npos) << file;
+    // The only scripts are the site's own two files.
+    size_t scripts = 0;
+    for (size_t p = html.find("<script"); p != std::string::npos; p = html.find("<script", p + 1)) ++scripts;
+    EXPECT_EQ(scripts, 2u) << file;
+  }
+  // Hostile tag and framework names become safe file names.
+  EXPECT_TRUE(fs::exists(dir.path / "tags" / "img-src-x-onerror-alert-2.html"));
+  EXPECT_TRUE(fs::exists(dir.path / "frameworks" / "b-fw-b.html"));
+}
+
+TEST(JsRegex, ConvertsRe2Syntax) {
+  auto r = to_js_regex(R"(CUDA out of memory\. Tried to allocate (?P<size>[0-9.]+ ?[KMGT]i?B))");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, R"(CUDA out of memory\. Tried to allocate (?<size>[0-9.]+ ?[KMGT]i?B))");
+  EXPECT_EQ(r->flags, "");
+  r = to_js_regex(R"((?i)\bloss (?:is|became) nan)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, R"(\bloss (?:is|became) nan)");
+  EXPECT_EQ(r->flags, "i");
+  r = to_js_regex(R"(\Aabc\z)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, "^abc$");
+  r = to_js_regex(R"(x\Q1.5+(y)\E[[:digit:]]+[]a][^]b])");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, R"(x1\.5\+\(y\)[0-9]+[\]a][^\]b])");
+  r = to_js_regex(R"(a(?s:.)b\x{41})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, R"(a(?:.)b\u0041)");
+  EXPECT_EQ(r->flags, "s");
+  EXPECT_FALSE(to_js_regex(R"(\pL+)").ok());
+  EXPECT_FALSE(to_js_regex(R"((?U)a+)").ok());
+  EXPECT_FALSE(to_js_regex(R"(\x{1F600})").ok());
+  EXPECT_EQ(js_escape_literal("a.b*c (d) [e] {f} | g/h \\ ^$?+"), R"(a\.b\*c \(d\) \[e\] \{f\} \| g\/h \\ \^\$\?\+)");
+}
+
+TEST(Slug, IsFileNameSafe) {
+  EXPECT_EQ(slug("pytorch.cuda.out-of-memory"), "pytorch.cuda.out-of-memory");
+  EXPECT_EQ(slug("NVIDIA Driver"), "nvidia-driver");
+  EXPECT_EQ(slug("../../etc/passwd"), "etc-passwd");
+  EXPECT_EQ(slug("c++"), "c");
+  EXPECT_EQ(slug("..."), "x");
+  EXPECT_EQ(slug(""), "x");
+}
+
+TEST(Search, TokenizerMatchesTheDocumentedRules) {
+  EXPECT_EQ(tokenize("[rank3]:[E1120 10:11:12.345678 140 ProcessGroupNCCL.cpp:616] Watchdog timeouts of the NCCL"),
+            (std::vector<std::string>{"rank3", "e1120", "10", "11", "12", "140", "processgroupnccl", "cpp", "616",
+                                      "watchdog", "timeout", "nccl"}));
+  EXPECT_EQ(tokenize("loss is NaN; bytes status process"),
+            (std::vector<std::string>{"loss", "nan", "byte", "status", "process"}));
+  EXPECT_EQ(tokenize("caf\xC3\xA9 x 123456"), (std::vector<std::string>{"caf"}));
+}
+
+TEST(Search, RegexLiteralsAreTheFixedText) {
+  EXPECT_EQ(regex_literals(R"(CUDA out of memory\. Tried to allocate (?P<size>[0-9.]+ ?[KMGT]i?B))"),
+            (std::vector<std::string>{"CUDA out of memory. Tried to allocate "}));
+  EXPECT_EQ(regex_literals(R"(NET/IB(?:/GIN)? ?: Got completion from peer (?P<peer>\S+) with status=)"),
+            (std::vector<std::string>{"NET/IB", "/GIN", ": Got completion from peer ", " with status="}));
+}
+
+TEST(Search, Bm25RanksTheObviousEntryFirst) {
+  kb::KnowledgeBase kb = embedded_kb();
+  KeywordIndex index(kb);
+  auto top = [&](std::string_view q) {
+    auto hits = index.search(q);
+    return hits.empty() ? std::string() : kb.entries[hits[0].entry].id;
+  };
+  EXPECT_EQ(top("cuda out of memory"), "pytorch.cuda.out-of-memory");
+  auto hits = index.search("nccl watchdog collective timeout");
+  ASSERT_FALSE(hits.empty());
+  EXPECT_NE(kb.entries[hits[0].entry].id.find("watchdog"), std::string::npos) << kb.entries[hits[0].entry].id;
+  EXPECT_TRUE(index.search("zzzzqqq").empty());
+  for (size_t i = 1; i < hits.size(); ++i) EXPECT_GE(hits[i - 1].score, hits[i].score);
+  auto j = index.to_json();
+  EXPECT_EQ(j["n"].get<size_t>(), kb.entries.size());
+  EXPECT_EQ(j["len"].size(), kb.entries.size());
+}
+
+}  // namespace
+}  // namespace ff::site

@@ -1,0 +1,527 @@
+// Hostile inputs (issue 7: "no log can crash firstfault"). The firstfault binary runs on
+// inputs made at test time in a temp dir. Each must give a clear message or a correct
+// result, in bounded time and memory, and must not cost the findings from the job's other
+// inputs: most cases run next to tests/data/05_signal_kill__tee.log, whose first failure
+// (SIGKILL of rank 1) must still be the primary.
+//
+// The binary is run with fork/exec, not system(), so that each run has a deadline (it is
+// killed past it, and the test fails saying so) and its peak RSS is measured (wait4).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Sanitizer builds run several times slower; the bounds are about hangs and blow-ups, not
+// speed, so they scale rather than disappear.
+constexpr double kSlow = kSanitized ? 4.0 : 1.0;
+
+const std::string kKilledLog = std::string(FF_SOURCE_DIR) + "/tests/data/05_signal_kill__tee.log";
+
+struct Outcome {
+  int rc = -1;
+  bool timed_out = false;
+  double seconds = 0;
+  long max_rss_mb = 0;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+class Hostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ff-hostile-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir_, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    }
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string path(const std::string& rel) const { return (dir_ / rel).string(); }
+
+  // Runs firstfault with `args`; killed after `deadline_s`. `in_child` runs in the child
+  // before exec (to drop privileges); it returns false to make the child exit 77.
+  Outcome run(const std::vector<std::string>& args, double deadline_s = 60,
+          const std::function<bool()>& in_child = {}) {
+    const std::string out = path("stdout"), err = path("stderr");
+    const std::string cache = path("cache");
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int in = ::open("/dev/null", O_RDONLY);
+      int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (in < 0 || o < 0 || e < 0) ::_exit(126);
+      ::dup2(in, 0);
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      ::setenv("FIRSTFAULT_CACHE_DIR", cache.c_str(), 1);
+      ::setenv("NO_COLOR", "1", 1);
+      if (in_child && !in_child()) ::_exit(77);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(FF_BINARY));
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(FF_BINARY, argv.data());
+      ::_exit(127);
+    }
+    Outcome r;
+    if (pid < 0) {
+      ADD_FAILURE() << "fork failed";
+      return r;
+    }
+    int status = 0;
+    struct rusage ru {};
+    for (;;) {
+      pid_t w = ::wait4(pid, &status, WNOHANG, &ru);
+      if (w == pid) break;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > deadline_s) {
+        ::kill(pid, SIGKILL);
+        ::wait4(pid, &status, 0, &ru);
+        r.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.max_rss_mb = ru.ru_maxrss / 1024;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    EXPECT_FALSE(r.timed_out) << "killed after " << deadline_s << " s: firstfault " << args.back();
+    EXPECT_LT(r.rc, 3) << "crashed or failed to start (rc " << r.rc << "): " << r.err.substr(0, 2000);
+    return r;
+  }
+
+  // Diagnoses inputs as JSON; the output must parse.
+  json diagnose(std::vector<std::string> inputs, Outcome* out = nullptr, double deadline_s = 60,
+                std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"diagnose", "--format", "json"};
+    args.insert(args.begin(), extra.begin(), extra.end());
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    Outcome r = run(args, deadline_s);
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out.substr(0, 300) << "\nstderr: " << r.err.substr(0, 500);
+    if (out) *out = std::move(r);
+    return j.is_discarded() ? json::object() : j;
+  }
+
+  // The job's other input was still diagnosed: SIGKILL of rank 1 first.
+  static void expect_killed_rank1(const json& j, const Outcome& r) {
+    ASSERT_TRUE(j.contains("primary") && j["primary"].is_object()) << r.err.substr(0, 500);
+    EXPECT_EQ(j["primary"]["rank"], 1) << j["primary"].dump().substr(0, 500);
+    EXPECT_EQ(r.rc, 1);
+  }
+
+  fs::path dir_;
+};
+
+std::string lines_of(const std::string& path) { return read_file(path); }
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+
+TEST_F(Hostile, EmptyAndBlankFiles) {
+  write_file(dir_ / "empty.log", "");
+  write_file(dir_ / "blank.log", std::string(10000, '\n') + "   \n\t\n");
+  Outcome r;
+  json j = diagnose({path("empty.log")}, &r);
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(j["verdict"], "healthy");
+  j = diagnose({path("blank.log")}, &r);
+  EXPECT_EQ(r.rc, 0);
+  j = diagnose({path("empty.log"), path("blank.log"), kKilledLog}, &r);
+  expect_killed_rank1(j, r);
+  EXPECT_EQ(j["inputs"]["sources"].size(), 3u);
+}
+
+TEST_F(Hostile, SparseFourGiBFileIsSkippedAsBinaryQuickly) {
+  {
+    int fd = ::open(path("sparse.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    int rc = ::ftruncate(fd, 4ll << 30);  // truncate -s 4G: all NUL, no blocks on disk
+    ::close(fd);
+    if (rc != 0) GTEST_SKIP() << "this filesystem cannot make a 4 GiB sparse file";
+  }
+  Outcome r = run({"diagnose", path("sparse.log")}, 20);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("sparse.log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("binary file"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 20);
+  json j = diagnose({path("sparse.log"), kKilledLog}, &r, 20);
+  expect_killed_rank1(j, r);
+  EXPECT_FALSE(j["inputs"]["errors"].empty());
+}
+
+TEST_F(Hostile, QuarterGiBLineWithoutNewlineKeepsMemoryBounded) {
+  {
+    std::ofstream out(dir_ / "long.log", std::ios::binary);
+    std::string block(1 << 20, 'x');
+    for (int i = 0; i < 256; ++i) out << block;  // 256 MiB, no '\n' anywhere
+  }
+  Outcome r;
+  json j = diagnose({path("long.log"), kKilledLog}, &r, 120 * kSlow);
+  expect_killed_rank1(j, r);
+  bool noted = false;
+  for (const auto& n : j["inputs"]["notes"]) noted = noted || n.get<std::string>().find("long.log") != std::string::npos;
+  EXPECT_TRUE(noted) << j["inputs"]["notes"].dump();
+  EXPECT_EQ(j["inputs"]["sources"][0]["bytes"], 256ull << 20);
+  // The line is examined up to the line limit, never buffered whole. (ASan's shadow memory
+  // and allocator add a constant, measured on a small input.)
+  long limit_mb = 200;
+  if (kSanitized) {
+    Outcome base;
+    diagnose({kKilledLog}, &base);
+    limit_mb = base.max_rss_mb + 100;
+  }
+  EXPECT_LT(r.max_rss_mb, limit_mb);
+}
+
+TEST_F(Hostile, NulBytesInLinesAndANulFilledHead) {
+  std::string log = read_file(kKilledLog);
+  write_file(dir_ / "nuls.log", replace_all(log, "\n", std::string("\0\0 \0\n", 5)));
+  Outcome r;
+  json j = diagnose({path("nuls.log")}, &r);
+  expect_killed_rank1(j, r);
+  // A log whose first block is NUL (preallocated, then the writer died): skipped, named.
+  write_file(dir_ / "hole.log", std::string(64 << 10, '\0') + log);
+  j = diagnose({path("hole.log"), kKilledLog}, &r);
+  expect_killed_rank1(j, r);
+  EXPECT_NE(r.err.find("hole.log"), std::string::npos);
+}
+
+TEST_F(Hostile, InvalidUtf8AndOverlongEncodingsStayValidJson) {
+  // Overlong '/', overlong NUL, surrogates, beyond U+10FFFF, lone continuation bytes,
+  // truncated sequences, 0xFE/0xFF.
+  const std::string bad[] = {"\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xc0\x80", "\xed\xa0\x80\xed\xbf\xbf",
+                             "\xf4\x90\x80\x80", "\x80\xbf", "\xe2\x82", "\xfe\xff", "\xf8\x88\x80\x80\x80"};
+  std::string log = read_file(kKilledLog), dirty;
+  std::istringstream in(log);
+  std::string line;
+  for (int n = 0; std::getline(in, line); ++n) dirty += line + " " + bad[n % 10] + "\n";
+  write_file(dir_ / "dirty.log", dirty);
+  Outcome r;
+  json j = diagnose({path("dirty.log")}, &r);  // json::parse rejects invalid UTF-8
+  expect_killed_rank1(j, r);
+  // In the names of inputs, too.
+  write_file(dir_ / "bad-\xff\xc0\xaf.log", "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  j = diagnose({path("bad-\xff\xc0\xaf.log"), kKilledLog}, &r);
+  expect_killed_rank1(j, r);
+  Outcome t = run({"diagnose", path("dirty.log")});
+  EXPECT_EQ(t.rc, 1);
+  EXPECT_NE(t.out.find("rank 1"), std::string::npos);
+}
+
+TEST_F(Hostile, CarriageReturnOnlyLineEndsAreLines) {
+  // An old-Mac-style log: every '\n' is a '\r'. Same diagnosis, same line numbers.
+  std::string log = read_file(kKilledLog);
+  write_file(dir_ / "cr.log", replace_all(log, "\n", "\r"));
+  Outcome plain_run, r;
+  json plain = diagnose({kKilledLog}, &plain_run);
+  json j = diagnose({path("cr.log")}, &r);
+  expect_killed_rank1(j, r);
+  EXPECT_EQ(j["primary"]["id"], plain["primary"]["id"]);
+  EXPECT_EQ(j["primary"]["evidence"][0]["line"], plain["primary"]["evidence"][0]["line"]);
+  EXPECT_EQ(j["inputs"]["lines"], plain["inputs"]["lines"]);
+}
+
+TEST_F(Hostile, HundredThousandLineTraceback) {
+  std::string tb = "step 1 ok\nTraceback (most recent call last):\n";
+  for (int i = 0; i < 50000; ++i) tb += "  File \"/work/model.py\", line " + std::to_string(i) + ", in f\n    f()\n";
+  tb += "RecursionError: maximum recursion depth exceeded\n";
+  write_file(dir_ / "deep.log", tb);
+  Outcome r;
+  json j = diagnose({path("deep.log")}, &r, 60 * kSlow);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(j["verdict"], "failed");
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["primary"]["evidence"][0]["line"], 100003);
+  EXPECT_LT(r.out.size(), 256u << 10) << "the traceback is not copied into the report";
+  // Next to the killed job's log, the job's own events are all still there.
+  json both = diagnose({path("deep.log"), kKilledLog}, &r, 60 * kSlow);
+  ASSERT_EQ(both["inputs"]["sources"].size(), 2u);
+  EXPECT_GT(both["inputs"]["sources"][1]["events"].get<int>(), 5);
+  EXPECT_NE(both.dump().find("SIGKILL"), std::string::npos);
+}
+
+TEST_F(Hostile, DeeplyChainedTracebacks) {
+  // 2,000 exceptions, each raised while handling the previous one: the first is the cause.
+  std::string tb;
+  for (int i = 0; i < 2000; ++i) {
+    if (i > 0) tb += "\nDuring handling of the above exception, another exception occurred:\n\n";
+    tb += "Traceback (most recent call last):\n  File \"/work/x.py\", line " + std::to_string(i) +
+          ", in g\n    g()\nZyzzyva" + std::to_string(i) + "Error: level " + std::to_string(i) + "\n";
+  }
+  write_file(dir_ / "chained.log", tb);
+  Outcome r;
+  json j = diagnose({path("chained.log")}, &r, 60 * kSlow);
+  EXPECT_EQ(r.rc, 1);
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["primary"]["id"], "unrecognized.Zyzzyva0Error");
+  EXPECT_EQ(j["primary"]["evidence"][0]["line"], 4);
+  EXPECT_LT(r.out.size(), 256u << 10);
+  // And "Original Traceback" nesting, 500 deep, next to the killed job.
+  std::string orig = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    f()\n";
+  for (int i = 0; i < 500; ++i) orig += "RuntimeError: Caught RuntimeError in replica 0.\nOriginal Traceback (most recent call last):\n  File \"b.py\", line 2, in g\n    g()\n";
+  orig += "ValueError: innermost\n";
+  write_file(dir_ / "orig.log", orig);
+  json both = diagnose({path("orig.log"), kKilledLog}, &r, 60 * kSlow);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(both["inputs"]["sources"].size(), 2u);
+  EXPECT_GT(both["inputs"]["sources"][1]["events"].get<int>(), 5);
+}
+
+// A ustar header block for a member (regular file or directory).
+std::string tar_header(const std::string& name, uint64_t size, char type) {
+  std::string h(512, '\0');
+  auto put = [&](size_t off, size_t len, const std::string& v) { std::memcpy(&h[off], v.data(), std::min(len, v.size())); };
+  auto octal = [](uint64_t v, int width) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", width, static_cast<unsigned long long>(v));
+    return std::string(buf);
+  };
+  put(0, 100, name);
+  put(100, 8, octal(type == '5' ? 0755 : 0644, 7));
+  put(108, 8, octal(0, 7));
+  put(116, 8, octal(0, 7));
+  put(124, 12, octal(size, 11));
+  put(136, 12, octal(0, 11));
+  h[156] = type;
+  put(257, 6, std::string("ustar\0", 6));
+  put(263, 2, "00");
+  put(148, 8, "        ");
+  unsigned sum = 0;
+  for (unsigned char c : h) sum += c;
+  put(148, 8, octal(sum, 6) + std::string("\0 ", 2));
+  return h;
+}
+
+std::string tar_member(const std::string& name, const std::string& data) {
+  std::string m = tar_header(name, data.size(), '0') + data;
+  m.resize((m.size() + 511) / 512 * 512, '\0');
+  return m;
+}
+
+TEST_F(Hostile, TarBombsStopAtTheLimitsWithAClearMessage) {
+  // Many members: the killed job's log, then 100,001 empty directories.
+  {
+    std::ofstream out(dir_ / "many.tar", std::ios::binary);
+    out << tar_member("job/rank.log", read_file(kKilledLog));
+    for (int i = 0; i <= 100000; ++i) out << tar_header("d/" + std::to_string(i) + "/", 0, '5');
+    out << std::string(1024, '\0');
+  }
+  Outcome r;
+  json j = diagnose({path("many.tar")}, &r, 120 * kSlow);
+  expect_killed_rank1(j, r);
+  EXPECT_NE(r.err.find("more than 100000 members"), std::string::npos) << r.err;
+  // Large expansion: a 5 MB gzip whose tar holds 1 GiB of text (concatenated gzip
+  // members decode as one stream). With a 64 MiB limit the run stops there, says so, and
+  // still reports the input read before it (the limit is for all inputs together).
+  {
+    std::string line = "step 1 loss 0.5 all good\n";
+    std::string block;
+    while (block.size() < (4u << 20)) block += line;
+    block.resize(4u << 20);
+    write_file(dir_ / "head.bin", tar_header("big.log", 1ull << 30, '0'));
+    write_file(dir_ / "block.bin", block);
+    write_file(dir_ / "end.bin", std::string(1024, '\0'));
+    ASSERT_EQ(std::system(("cd '" + dir_.string() + "' && gzip -1 -n head.bin block.bin end.bin").c_str()), 0);
+    std::string gz = read_file(dir_ / "head.bin.gz"), gblock = read_file(dir_ / "block.bin.gz");
+    for (int i = 0; i < 256; ++i) gz += gblock;
+    gz += read_file(dir_ / "end.bin.gz");
+    write_file(dir_ / "bomb.tar.gz", gz);
+  }
+  Outcome capped = run({"diagnose", "--format", "json", "--max-bytes", "64M", kKilledLog, path("bomb.tar.gz")}, 60 * kSlow);
+  json c = json::parse(capped.out, nullptr, false);
+  ASSERT_FALSE(c.is_discarded()) << capped.err;
+  expect_killed_rank1(c, capped);
+  EXPECT_NE(capped.err.find("exceeds the limit of 64 MiB"), std::string::npos) << capped.err;
+  EXPECT_LE(c["inputs"]["bytes"].get<uint64_t>(), 64ull << 20);
+}
+
+TEST_F(Hostile, TruncatedAndFakeGzip) {
+  ASSERT_EQ(std::system(("gzip -c '" + kKilledLog + "' > '" + path("full.gz") + "'").c_str()), 0);
+  std::string gz = read_file(path("full.gz"));
+  write_file(dir_ / "cut.gz", gz.substr(0, gz.size() / 2));
+  write_file(dir_ / "fake.gz", std::string("\x1f\x8b\x08\x00", 4) + std::string(5000, 'z'));
+  write_file(dir_ / "header-only.gz", gz.substr(0, 10));
+  Outcome r;
+  json j = diagnose({path("cut.gz")}, &r);
+  EXPECT_LE(r.rc, 1);
+  EXPECT_NE(r.err.find("truncated gzip"), std::string::npos) << r.err;
+  EXPECT_GT(j["inputs"]["lines"].get<int>(), 50);
+  Outcome f = run({"diagnose", path("fake.gz")});
+  EXPECT_EQ(f.rc, 2);
+  EXPECT_NE(f.err.find("not a valid gzip stream"), std::string::npos) << f.err;
+  j = diagnose({path("fake.gz"), path("header-only.gz"), kKilledLog}, &r);
+  expect_killed_rank1(j, r);
+  EXPECT_EQ(j["inputs"]["errors"].size(), 2u) << j["inputs"]["errors"].dump();
+}
+
+TEST_F(Hostile, UnreadableFileIsNamedAndTheRestIsRead) {
+  write_file(dir_ / "secret.log", "RuntimeError: CUDA error: out of memory\n");
+  fs::permissions(dir_ / "secret.log", fs::perms::none);
+  write_file(dir_ / "job" / "rank1.log", read_file(kKilledLog));
+  auto drop = [] {
+    if (::geteuid() != 0) return true;
+    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0;
+  };
+  Outcome r = run({"--no-cache", "diagnose", "--format", "json", path("secret.log"), path("job")}, 60, drop);
+  if (r.rc == 77) GTEST_SKIP() << "running as root and cannot drop privileges";
+  if (::geteuid() != 0 && ::access(path("secret.log").c_str(), R_OK) == 0) GTEST_SKIP() << "permissions are not enforced";
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.err;
+  expect_killed_rank1(j, r);
+  EXPECT_NE(r.err.find("secret.log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+}
+
+TEST_F(Hostile, FifoNamedDirectlyIsReadAndFifoInADirectoryIsSkipped) {
+  if (::mkfifo(path("pipe.log").c_str(), 0644) != 0) GTEST_SKIP() << "mkfifo not supported here";
+  std::string log = read_file(kKilledLog);
+  std::thread writer([&] {
+    int fd = ::open(path("pipe.log").c_str(), O_WRONLY);
+    if (fd < 0) return;
+    for (size_t off = 0; off < log.size();) {
+      ssize_t w = ::write(fd, log.data() + off, log.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    ::close(fd);
+  });
+  Outcome r;
+  json j = diagnose({path("pipe.log")}, &r, 30 * kSlow);
+  writer.join();
+  expect_killed_rank1(j, r);
+  // Nobody writes to this one: opening it would block forever.
+  fs::create_directories(dir_ / "logs");
+  ASSERT_EQ(::mkfifo(path("logs/stuck.log").c_str(), 0644), 0);
+  write_file(dir_ / "logs" / "rank1.log", log);
+  j = diagnose({path("logs")}, &r, 30 * kSlow);
+  expect_killed_rank1(j, r);
+}
+
+TEST_F(Hostile, DirectoryLoopThroughSymlinks) {
+  write_file(dir_ / "logs" / "a" / "rank1.log", read_file(kKilledLog));
+  fs::create_directory_symlink("..", dir_ / "logs" / "a" / "up");
+  fs::create_directory_symlink(".", dir_ / "logs" / "self");
+  fs::create_directory_symlink(dir_ / "logs", dir_ / "logs" / "a" / "root");
+  fs::create_symlink("dangling-target", dir_ / "logs" / "broken.log");
+  fs::create_symlink("loop2.log", dir_ / "logs" / "loop1.log");
+  fs::create_symlink("loop1.log", dir_ / "logs" / "loop2.log");
+  Outcome r;
+  json j = diagnose({path("logs")}, &r, 30 * kSlow);
+  expect_killed_rank1(j, r);
+  EXPECT_EQ(j["inputs"]["sources"].size(), 1u) << "the log is read once";
+  EXPECT_NE(j["inputs"]["notes"].dump().find("loop"), std::string::npos) << j["inputs"]["notes"].dump();
+}
+
+TEST_F(Hostile, CatastrophicRegexInAKbOverrideStaysLinear) {
+  const std::string entry = R"(id: mine.catastrophic
+title: Catastrophic regex
+category: model-code
+severity: fatal
+phase: forward
+frameworks: [pytorch]
+summary: s
+mechanism: m
+affected: [any]
+confirm: [c]
+root_cause: r
+fix: [f]
+verify: v
+references: [{url: 'https://example.org'}]
+patterns:
+  - {id: nested, role: root, regex: '(a+)+b'}
+  - {id: alt, role: root, regex: '(x+x+)+y'}
+  - {id: star, role: root, regex: '(.*a){12}z'}
+examples: ['aaaab']
+)";
+  write_file(dir_ / "kb" / "catastrophic.yaml", entry);
+  write_file(dir_ / "kb" / "huge.yaml",
+             replace_all(replace_all(entry, "mine.catastrophic", "mine.huge"), "'(a+)+b'", "'((a{1000}){1000}){1000}'"));
+  std::string evil;
+  for (int i = 0; i < 200; ++i) evil += std::string(4000, 'a') + "c " + std::string(4000, 'x') + "\n";
+  write_file(dir_ / "evil.log", evil);
+  Outcome r;
+  json j = diagnose({path("evil.log"), kKilledLog}, &r, 30 * kSlow, {"--kb", path("kb")});
+  expect_killed_rank1(j, r);
+  EXPECT_LT(r.seconds, 30 * kSlow);
+  // The unusable one is rejected with its file, line and a reason; the other loads.
+  EXPECT_NE(r.err.find("huge.yaml"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("catastrophic.yaml"), std::string::npos) << r.err;
+}
+
+TEST_F(Hostile, MillionDistinctRanks) {
+  {
+    std::ofstream out(dir_ / "ranks.log", std::ios::binary);
+    for (int n = 0; n < 1000000; ++n) out << "[rank" << n << "]: x\n";
+    // The same number of ranks reporting a peer failure each.
+    for (int n = 0; n < 1000000; n += 10) out << "[rank" << n << "]: RuntimeError: Connection reset by peer\n";
+  }
+  Outcome r;
+  json j = diagnose({path("ranks.log"), kKilledLog}, &r, 60 * kSlow);
+  EXPECT_LT(r.out.size(), 256u << 10) << "the report does not grow with the number of ranks";
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["inputs"]["lines"].get<int>() > 1000000, true);
+  EXPECT_LT(r.max_rss_mb, kSanitized ? 2048 : 1024);
+}
+
+}  // namespace
