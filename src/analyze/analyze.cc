@@ -66,13 +66,32 @@ struct Incident {
 bool entry_is_failure(const kb::Entry* e) { return e && (e->severity == "fatal" || e->severity == "error"); }
 
 // Orders two events by time where both carry comparable times, else by position.
-bool earlier(const Event* a, const Event* b) {
+// Per-node clock offsets, estimated from the progress lines every rank prints (the same
+// step is logged at about the same moment everywhere), so skewed node clocks do not
+// reorder failures. Times are compared after subtracting the offset of the event's node.
+struct Clocks {
+  std::map<std::string, int64_t> node_offset;
+  std::map<int, std::string> rank_node;
+  int64_t aligned(const Event* e) const {
+    if (node_offset.empty()) return e->time_us;
+    const std::string* node = &e->node;
+    if (node->empty()) {
+      auto it = rank_node.find(e->rank);
+      if (it == rank_node.end()) return e->time_us;
+      node = &it->second;
+    }
+    auto off = node_offset.find(*node);
+    return off == node_offset.end() ? e->time_us : e->time_us - off->second;
+  }
+};
+
+bool earlier(const Event* a, const Event* b, const Clocks& clocks) {
   bool both_timed = a->time_us != record::kNoTime && b->time_us != record::kNoTime && a->clock == b->clock;
-  if (both_timed && a->source != b->source && a->time_us != b->time_us) return a->time_us < b->time_us;
-  if (both_timed && a->source == b->source && a->time_subsecond && b->time_subsecond && a->rank != b->rank &&
-      a->time_us != b->time_us) {
+  int64_t ta = both_timed ? clocks.aligned(a) : 0, tb = both_timed ? clocks.aligned(b) : 0;
+  if (both_timed && a->source != b->source && ta != tb) return ta < tb;
+  if (both_timed && a->source == b->source && a->time_subsecond && b->time_subsecond && a->rank != b->rank && ta != tb) {
     // Different ranks interleaved in one file: their own sub-second times decide.
-    return a->time_us < b->time_us;
+    return ta < tb;
   }
   if (a->source != b->source) {
     if (both_timed) return a->source < b->source;  // same time: keep input order
@@ -139,6 +158,60 @@ std::string normalise(std::string_view text) {
     }
   }
   return out;
+}
+
+// Node clock offsets from progress lines: for each rank, the time it logged each step;
+// a node's offset is the median, over its ranks and the steps they share with the
+// reference node (the one with the most ranks), of the time difference. Offsets under
+// half a second are ignored (logging jitter).
+Clocks estimate_clocks(const std::vector<SourceSummary>& sources, const JobNumbers& numbers) {
+  Clocks c;
+  for (const auto& s : sources) c.rank_node.insert(s.rank_node.begin(), s.rank_node.end());
+  if (!numbers.series || !numbers.aliases || c.rank_node.empty()) return c;
+  // step -> time per rank, from the metric with the most points.
+  std::map<int, std::map<double, int64_t>> times;
+  for (const auto& [key, s] : numbers.series->all()) {
+    if (key.second < 0) continue;
+    auto& t = times[key.second];
+    if (!t.empty()) continue;
+    for (const auto& p : s.points) {
+      if (p.time_us != INT64_MIN) t.emplace(p.step, p.time_us);
+    }
+  }
+  std::map<std::string, std::vector<int>> node_ranks;
+  for (const auto& [r, n] : c.rank_node) {
+    if (times.count(r)) node_ranks[n].push_back(r);
+  }
+  if (node_ranks.size() < 2) return c;
+  std::string ref;
+  for (const auto& [n, rs] : node_ranks) {
+    if (ref.empty() || rs.size() > node_ranks[ref].size()) ref = n;
+  }
+  // The reference clock: per step, the median time over the reference node's ranks.
+  std::map<double, std::vector<int64_t>> ref_samples;
+  for (int r : node_ranks[ref]) {
+    for (const auto& [step, t] : times[r]) ref_samples[step].push_back(t);
+  }
+  std::map<double, int64_t> ref_time;
+  for (auto& [step, v] : ref_samples) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    ref_time[step] = v[v.size() / 2];
+  }
+  for (const auto& [n, rs] : node_ranks) {
+    if (n == ref) continue;
+    std::vector<int64_t> deltas;
+    for (int r : rs) {
+      for (const auto& [step, t] : times[r]) {
+        auto it = ref_time.find(step);
+        if (it != ref_time.end()) deltas.push_back(t - it->second);
+      }
+    }
+    if (deltas.size() < 3) continue;
+    std::nth_element(deltas.begin(), deltas.begin() + static_cast<long>(deltas.size() / 2), deltas.end());
+    int64_t off = deltas[deltas.size() / 2];
+    if (off > 500000 || off < -500000) c.node_offset[n] = off;
+  }
+  return c;
 }
 
 std::string fmt_progress(double behind, double top) {
@@ -456,12 +529,20 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     }
   }
 
+  Clocks clocks = estimate_clocks(sources, numbers);
+  for (const auto& [node, off] : clocks.node_offset) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "clock of node %s is %+.2f s off the others (aligned on step lines)", node.c_str(),
+                  double(off) / 1e6);
+    d.notes.push_back(buf);
+  }
+
   // 3. The initiating failure: best tier, then earliest.
   const Incident* primary = nullptr;
   for (const Incident& inc : incidents) {
     if (inc.tier == kNone) continue;
     if (!primary || inc.tier < primary->tier ||
-        (inc.tier == primary->tier && earlier(inc.decisive, primary->decisive))) {
+        (inc.tier == primary->tier && earlier(inc.decisive, primary->decisive, clocks))) {
       primary = &inc;
     }
   }
@@ -711,7 +792,12 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     ordered.push_back(&inc);
   }
   std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const Incident* a, const Incident* b) { return earlier(a->decisive, b->decisive); });
+                   [&](const Incident* a, const Incident* b) {
+                     if (earlier(a->decisive, b->decisive, clocks)) return true;
+                     if (earlier(b->decisive, a->decisive, clocks)) return false;
+                     // A tie (whole-second stamps): causes before their effects.
+                     return a->role == kb::Role::kRoot && b->role != kb::Role::kRoot;
+                   });
   std::map<std::pair<std::string, std::string>, size_t> tl_index;
   for (const Incident* inc : ordered) {
     std::string role = inc == primary ? "root" : (inc->role == kb::Role::kRoot && primary ? "collateral" : kb::role_name(inc->role));

@@ -131,6 +131,38 @@ TEST(Diagnose, StragglerIsTheOnlyRankThatDidNotTimeOut) {
   EXPECT_EQ(d.primary->evidence[0].rank, 0);  // the quoted line is rank 0's own
 }
 
+TEST(Diagnose, SkewedNodeClocksAreAlignedOnStepLines) {
+  kb::KnowledgeBase kb = test_kb();
+  kb::LoadResult full = kb::load(kb::embedded_files());
+  metrics::Aliases aliases = metrics::Aliases::from_kb(full.kb.metric_specs);
+  metrics::SeriesSet series;
+  // Node B's clock is 4 s behind node A's: it logs the same steps 4 s "earlier".
+  for (int step = 1; step <= 6; ++step) {
+    metrics::ProgressLine p;
+    p.has_step = true;
+    p.step = step;
+    p.samples.push_back({aliases.id("loss"), 1.0});
+    series.add(0, p, 0, uint64_t(step), int64_t(step) * 1000000);
+    series.add(1, p, 1, uint64_t(step), int64_t(step - 4) * 1000000);
+  }
+  // Truly, rank 0 fails at 10 s and rank 1 a second later; B's stamp says 7 s.
+  Event a = hit("t.oom", kb::Role::kRoot, 20, 0, 10000, 0);
+  Event b = hit("t.oom", kb::Role::kRoot, 20, 1, 7000, 1);
+  std::vector<SourceSummary> src = {SourceSummary{"a.log", "plain", 1, 1, 0, true, "", {0}, {{0, "node-a"}}, {}},
+                                    SourceSummary{"b.log", "plain", 1, 1, 0, true, "", {1}, {{1, "node-b"}}, {}}};
+  JobNumbers numbers;
+  numbers.series = &series;
+  numbers.aliases = &aliases;
+  Diagnosis d = diagnose({a, b}, src, kb, numbers);
+  EXPECT_EQ(d.primary->rank, 0);
+  bool noted = false;
+  for (const auto& n : d.notes) noted = noted || n.find("node-b is -4.00 s") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Without the numbers the raw stamps would have picked rank 1.
+  Diagnosis raw = diagnose({a, b}, src, kb);
+  EXPECT_EQ(raw.primary->rank, 1);
+}
+
 TEST(Diagnose, RankFromLauncherSummaryWhenTheLineHasNone) {
   kb::KnowledgeBase kb = test_kb();
   Event root = hit("t.oom", kb::Role::kRoot, 5, -1);

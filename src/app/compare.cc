@@ -174,6 +174,20 @@ int run_diff(const Options& opt) {
     if (!known && (!first_departure || by_position(&t, first_departure))) first_departure = &t;
   }
   analyze::Diagnosis d = diagnose_inputs(*loaded, opt.inputs, in_control, nullptr);
+  // New lines shortly before the failure, in the same source, are evidence for it.
+  if (d.primary && !d.primary->evidence.empty()) {
+    const auto& dec = d.primary->evidence[0];
+    for (const auto* t : fresh) {
+      std::string src = t->first.source < failed.names.size() ? failed.names[t->first.source] : "";
+      if (src != dec.source || t->first.line >= dec.line || dec.line - t->first.line > 200) continue;
+      analyze::Evidence e;
+      e.source = src;
+      e.line = t->first.line;
+      e.text = "(new compared with the control) " + sanitize_utf8(t->first_text);
+      d.primary->evidence.push_back(std::move(e));
+      if (d.primary->evidence.size() >= 10) break;
+    }
+  }
   size_t limit = opt.limit > 0 ? static_cast<size_t>(opt.limit) : 20;
   auto name_of = [&](const template_::Template* t) {
     return t->first.source < failed.names.size() ? failed.names[t->first.source] : std::string();
