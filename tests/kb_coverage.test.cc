@@ -18,9 +18,10 @@
 namespace ff {
 namespace {
 
-// The coverage reached at the end of the day the test was written (issue 5); raise it as
-// entries are added, never lower it. The target is 0.90.
-constexpr double kMinCoverage = 0.85;
+// The coverage reached at the end of the day the test was written (issue 5: 360/360 rows;
+// the target was 0.90). Never lower it: a new row in messages.tsv needs an entry (or an
+// example in an existing entry) that recognises it.
+constexpr double kMinCoverage = 1.00;
 
 struct Row {
   std::string framework;

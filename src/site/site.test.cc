@@ -247,5 +247,34 @@ TEST(Search, Bm25RanksTheObviousEntryFirst) {
   EXPECT_EQ(j["len"].size(), kb.entries.size());
 }
 
+// Malformed or truncated regex syntax must never read out of bounds (run under ASan in
+// make test-asan): every prefix of many strings built from regex metacharacters.
+TEST(Robustness, TruncatedAndMalformedRegexSyntax) {
+  const std::string alphabet = "\\[]()?:P<>{}*+|^$.-QEpxz0aA:i";
+  uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) & 0x7fff;
+  };
+  for (int n = 0; n < 3000; ++n) {
+    std::string s;
+    size_t len = next() % 24;
+    for (size_t i = 0; i < len; ++i) s.push_back(alphabet[next() % alphabet.size()]);
+    for (size_t cut = 0; cut <= s.size(); ++cut) {
+      std::string_view v(s.data(), cut);
+      (void)to_js_regex(v);
+      (void)regex_literals(v);
+      (void)tokenize(v);
+      (void)slug(v);
+      (void)html_escape(v);
+    }
+  }
+  for (const char* edge : {"\\", "[", "[]", "[^]", "[[:", "[[:alpha", "(?", "(?P", "(?P<", "\\Q", "\\x{", "\\p{",
+                           "x{2", "(?i"}) {
+    (void)to_js_regex(edge);
+    (void)regex_literals(edge);
+  }
+}
+
 }  // namespace
 }  // namespace ff::site

@@ -325,6 +325,14 @@
       }
     });
 
+    // The header's drop-down closes on a click elsewhere and reopens on focus.
+    document.addEventListener('click', function (ev) {
+      if (box.closest('.top') && !ev.target.closest('.search')) list.hidden = true;
+    });
+    box.addEventListener('focus', function () {
+      if (box.value.trim() && list.hidden) render();
+    });
+
     var q = new URLSearchParams(window.location.search).get('q');
     if (q) {
       box.value = q;

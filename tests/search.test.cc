@@ -1,0 +1,115 @@
+// `firstfault search`, `kb list` filters and `site`, run as the user runs them (issue 5).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct CmdResult {
+  int rc = -1;
+  std::string out;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CmdResult run(const std::string& args) {
+  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + std::filesystem::temp_directory_path().string() +
+                    "/ff-search-test-cache " FF_BINARY " " + args + " 2>/dev/null";
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+nlohmann::json search_json(const std::string& query, int limit = 5) {
+  CmdResult r = run("search --format json --limit " + std::to_string(limit) + " " + quote(query));
+  EXPECT_EQ(r.rc, 0) << query;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST(Search, PastedRawNcclLineRanksItsPatternEntryFirst) {
+  auto j = search_json(
+      "[rank3]:[E1120 10:11:12.345678 140 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600123 "
+      "milliseconds before timing out.");
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_FALSE(j["results"].empty());
+  const auto& first = j["results"][0];
+  EXPECT_EQ(first["match"], "pattern");
+  EXPECT_EQ(first["line"], 1);
+  EXPECT_NE(first["id"].get<std::string>().find("watchdog"), std::string::npos) << first.dump();
+  EXPECT_LE(j["results"].size(), 5u);
+  EXPECT_GT(j["total"].get<size_t>(), j["results"].size());
+}
+
+TEST(Search, CudaOomLineAndCapturesAndKeywordFallback) {
+  auto j = search_json(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB");
+  ASSERT_FALSE(j["results"].empty());
+  EXPECT_EQ(j["results"][0]["id"], "pytorch.cuda.out-of-memory");
+  EXPECT_EQ(j["results"][0]["captures"]["size"], "2.00 GiB");
+  EXPECT_EQ(j["results"][1]["match"], "keywords");
+
+  auto k = search_json("cuda out of memory", 3);
+  ASSERT_FALSE(k["results"].empty());
+  EXPECT_EQ(k["results"][0]["id"], "pytorch.cuda.out-of-memory");
+  EXPECT_EQ(k["results"][0]["match"], "keywords");
+}
+
+TEST(Search, TextTableAndExitCodes) {
+  CmdResult r = run("search nccl timeout --limit 3");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out.rfind("#   ID", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("keywords: "), std::string::npos);
+  EXPECT_EQ(run("search zzqqxxyy").rc, 1);
+  CmdResult stdin_run = run("search - < /dev/null");
+  EXPECT_EQ(stdin_run.rc, 1);
+}
+
+TEST(KbList, PhaseAndTagFilters) {
+  CmdResult r = run("kb list --phase checkpoint --format json");
+  ASSERT_EQ(r.rc, 0);
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j.empty());
+  for (const auto& e : j) EXPECT_EQ(e["phase"], "checkpoint") << e.dump();
+  r = run("kb list --tag oom --format json");
+  ASSERT_EQ(r.rc, 0);
+  j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j.empty());
+  for (const auto& e : j) {
+    auto tags = e["tags"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(tags.begin(), tags.end(), "oom"), tags.end()) << e.dump();
+  }
+  EXPECT_EQ(run("kb list --tag no-such-tag-anywhere").rc, 1);
+  EXPECT_EQ(run("kb list --phase no-such-phase").rc, 2);
+}
+
+TEST(Site, WritesTheEncyclopedia) {
+  auto dir = std::filesystem::temp_directory_path() / ("ff-site-cli-" + std::to_string(::getpid()));
+  CmdResult r = run("site " + quote(dir.string()));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "index.html"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "entries" / "pytorch.cuda.out-of-memory.html"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "frameworks" / "pytorch.html"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "assets" / "search-index.js"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
