@@ -1,20 +1,17 @@
 // `firstfault diff` and `firstfault verify` on real runs of the same training script:
 // failed runs and a healthy control (tests/data, written by real PyTorch runs).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "harness.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string data(const std::string& name) { return "'" + std::string(FF_SOURCE_DIR) + "/tests/data/" + name + "'"; }
+using ff::test::data;
 
 struct Out {
   int rc;
@@ -22,17 +19,10 @@ struct Out {
 };
 
 Out run(const std::string& args) {
-  fs::path dir = fs::temp_directory_path() / ("ff-compare-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::string out = (dir / "out.json").string();
-  std::string cmd = "FIRSTFAULT_CACHE_DIR='" + (dir / "cache").string() + "' " + FF_BINARY + " " + args +
-                    " --format json > '" + out + "' 2>/dev/null";
-  int status = std::system(cmd.c_str());
-  std::ifstream in(out);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Out o{WEXITSTATUS(status), json::parse(ss.str(), nullptr, false)};
-  EXPECT_FALSE(o.j.is_discarded()) << cmd;
+  ff::test::Outcome r =
+      ff::test::run_firstfault(args + " --format json", fs::temp_directory_path() / ("ff-compare-" + std::to_string(::getpid())));
+  Out o{r.rc, json::parse(r.out, nullptr, false)};
+  EXPECT_FALSE(o.j.is_discarded()) << args << "\n" << r.err;
   return o;
 }
 

@@ -1,66 +1,28 @@
 // End-to-end tests: the firstfault binary on real logs (tests/data, written by real
 // PyTorch runs) and on hostile inputs generated from them at test time.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "harness.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  int rc = -1;
-  std::string out;
-  std::string err;
-};
+using ff::test::Outcome;
+using ff::test::slurp;
+using ff::test::write_file;
 
 std::string data(const std::string& name) { return std::string(FF_SOURCE_DIR) + "/tests/data/" + name; }
+std::string read_file(const std::string& path) { return slurp(path); }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-class E2E : public ::testing::Test {
+class E2E : public ff::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ff-e2e-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs the binary with a shell command line tail; stdout and stderr captured apart.
-  Outcome run(const std::string& args, const std::string& stdin_file = "") {
-    std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    std::string cmd = "FIRSTFAULT_CACHE_DIR='" + (dir_ / "cache").string() + "' NO_COLOR=1 " + FF_BINARY + " " + args +
-                      (stdin_file.empty() ? " </dev/null" : " <'" + stdin_file + "'") + " >'" + out + "' 2>'" + err + "'";
-    int status = std::system(cmd.c_str());
-    Outcome r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
-
   json diagnose_json(const std::string& inputs, int expect_rc = 1) {
     Outcome r = run("diagnose --format json " + inputs);
     EXPECT_EQ(r.rc, expect_rc) << r.err;
@@ -68,8 +30,6 @@ class E2E : public ::testing::Test {
     EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out.substr(0, 300);
     return j;
   }
-
-  fs::path dir_;
 };
 
 std::string primary_id(const json& j) { return j["primary"].is_object() ? j["primary"]["id"].get<std::string>() : ""; }

@@ -2,53 +2,33 @@
 // failure; the other ranks time out in any order; whole-second timestamps; skewed node
 // clocks), as one interleaved stream, srun-labelled, and as per-node files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "harness.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ff::test::slurp;
 
-class MultiRank : public ::testing::Test {
+class MultiRank : public ff::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ff-multirank-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Generates a job; returns the generator's answer ({"rank", "node", ...}).
   json generate(const std::string& args, const std::string& out) {
-    std::string cmd = "python3 '" + std::string(FF_SOURCE_DIR) + "/bench/genlog.py' " + args + " > '" + out + "' 2> '" +
-                      (dir_ / "answer.json").string() + "'";
+    std::string cmd = "python3 " + ff::test::quote(std::string(FF_SOURCE_DIR) + "/bench/genlog.py") + " " + args +
+                      " > " + ff::test::quote(out) + " 2> " + ff::test::quote((dir_ / "answer.json").string());
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return json::parse(slurp(dir_ / "answer.json"));
   }
 
   json diagnose(const std::string& input) {
-    std::string cmd = std::string("FIRSTFAULT_CACHE_DIR='") + (dir_ / "cache").string() + "' " + FF_BINARY +
-                      " diagnose --format json '" + input + "' > '" + (dir_ / "out.json").string() + "' 2>/dev/null";
-    int status = std::system(cmd.c_str());
-    EXPECT_EQ(WEXITSTATUS(status), 1);
-    return json::parse(slurp(dir_ / "out.json"));
+    ff::test::Outcome r = run("diagnose --format json " + ff::test::quote(input));
+    EXPECT_EQ(r.rc, 1) << r.err;
+    return json::parse(r.out);
   }
-
-  fs::path dir_;
 };
 
 TEST_F(MultiRank, OomOnOneOf1024RanksWithWholeSecondStampsAndSkewedClocks) {

@@ -1,5 +1,7 @@
 // `firstfault search`, `kb list` filters and `site`, run as the user runs them (issue 5).
 #include <gtest/gtest.h>
+
+#include "harness.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,29 +15,16 @@
 
 namespace {
 
+using ff::test::quote;
+
 struct CmdResult {
   int rc = -1;
   std::string out;
 };
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 CmdResult run(const std::string& args) {
-  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + std::filesystem::temp_directory_path().string() +
-                    "/ff-search-test-cache " FF_BINARY " " + args + " 2>/dev/null";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  ff::test::Outcome r = ff::test::run_firstfault(args, std::filesystem::temp_directory_path() / "ff-search-test");
+  return {r.rc, r.out};
 }
 
 nlohmann::json search_json(const std::string& query, int limit = 5) {
