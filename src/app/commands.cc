@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
+#include "app/perf.h"
 #include "base/strings.h"
 #include "kb/kb.h"
 #include "record/record.h"
@@ -38,6 +39,9 @@ std::string cache_dir(const Options& opt) {
 scan::ScanOptions scan_options(const Options& opt) {
   scan::ScanOptions so;
   if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
+  so.threads = opt.threads;
+  if (opt.chunk_bytes > 0) so.chunk_bytes = opt.chunk_bytes;
+  so.progress = make_progress_bar(opt);
   return so;
 }
 

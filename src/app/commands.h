@@ -24,6 +24,9 @@ struct Options {
   std::string out_dir;             // site: where the encyclopedia is written
   std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
   uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
+  unsigned threads = 0;    // scanning threads; 0 = one per core (app/perf.h)
+  size_t chunk_bytes = 0;  // bytes per chunk of lines; 0 = the scan's default
+  bool no_progress = false;
 };
 
 int run_diagnose(const Options& opt);

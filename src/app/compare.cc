@@ -176,7 +176,8 @@ int run_diff(const Options& opt) {
   analyze::Diagnosis d = diagnose_inputs(*loaded, opt.inputs, in_control, nullptr);
   // New lines shortly before the failure, in the same source, are evidence for it.
   if (d.primary && !d.primary->evidence.empty()) {
-    const auto& dec = d.primary->evidence[0];
+    // A copy: the push_back below reallocates evidence (heap-use-after-free found by ASan).
+    const analyze::Evidence dec = d.primary->evidence[0];
     for (const auto* t : fresh) {
       std::string src = t->first.source < failed.names.size() ? failed.names[t->first.source] : "";
       if (src != dec.source || t->first.line >= dec.line || dec.line - t->first.line > 200) continue;

@@ -13,6 +13,7 @@
 
 #include "analyze/analyze.h"
 #include "app/commands.h"
+#include "app/perf.h"
 #include "app/compare.h"
 #include "kb/kb.h"
 #include "report/report.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
       "Stop reading after this many decompressed bytes over all inputs (e.g. 512M, 20G; default 256G): "
       "a bound on archive and compression bombs";
   diag->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  ff::app::add_scan_flags(diag, opt);
   diag->footer(kExitCodes);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
@@ -63,11 +65,14 @@ int main(int argc, char** argv) {
   events->add_option("--format,-f", opt.format, "Output format: jsonl or text")
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  ff::app::add_scan_flags(events, opt);
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
   auto* kb_check = kbcmd->add_subcommand("check", "Validate every entry: schema, patterns, examples, collisions");
   auto* kb_list = kbcmd->add_subcommand("list", "List entries");
+  auto* kb_literals = kbcmd->add_subcommand(
+      "literals", "Print the literal text of every pattern, one per line (for grep -F / rg -F comparisons)");
   kb_list->add_option("--category", opt.filter_category, "Only this category");
   kb_list->add_option("--framework", opt.filter_framework, "Only this framework");
   kb_list->add_option("--phase", opt.filter_phase, "Only this lifecycle phase")->check(CLI::IsMember(ff::kb::phases()));
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
   }
   if (kb_check->parsed()) return ff::app::run_kb_check(opt);
   if (kb_list->parsed()) return ff::app::run_kb_list(opt);
+  if (kb_literals->parsed()) return ff::app::run_kb_literals(opt);
   if (explain->parsed()) return ff::app::run_explain(opt);
   if (search->parsed()) return ff::app::run_search(opt);
   if (site->parsed()) return ff::app::run_site(opt);

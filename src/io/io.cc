@@ -753,7 +753,9 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
   uint64_t delivered = 0;
   Status status;
   for (;;) {
-    Result<size_t> got = r.read(c.buffer.data(), c.buffer.size());
+    char* buf = c.sink.data_buffer(c.buffer.size());
+    if (buf == nullptr) buf = c.buffer.data();
+    Result<size_t> got = r.read(buf, c.buffer.size());
     if (!got.ok()) {
       status = with_file(got.take_error(), info.name);
       break;
@@ -764,7 +766,7 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
     const bool over = len > left;
     if (over) len = static_cast<size_t>(left);
     for (size_t off = 0; off < len; off += chunk) {
-      c.sink.data(std::string_view(c.buffer.data() + off, std::min(chunk, len - off)));
+      c.sink.data(std::string_view(buf + off, std::min(chunk, len - off)));
     }
     c.budget_used += len;
     c.report.bytes_read += len;

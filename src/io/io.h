@@ -47,6 +47,10 @@ class ByteSink {
   // Called once per begin(); status is not ok when reading failed midway (the bytes
   // delivered before stay valid).
   virtual void end(const SourceInfo& source, const Status& status) = 0;
+  // Optional: where io should read the next bytes of the current source (at least `size`
+  // bytes of room), so that a sink that keeps the bytes needs no copy; data() then gets
+  // views into it. nullptr (the default): io reads into its own buffer.
+  virtual char* data_buffer(size_t size) { return nullptr; }
 };
 
 struct ReadOptions {

@@ -1,6 +1,7 @@
 #include "metrics/metrics.h"
 
 #include <cctype>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -10,31 +11,119 @@
 
 namespace ff::metrics {
 
+namespace {
+
+inline char lower_ascii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+// The hash looks at the length and three bytes only: keys are few, the comparison
+// that follows is exact, and the lookup runs for every number of every progress line.
+inline uint32_t hash_key(std::string_view k) {
+  if (k.empty()) return 1;
+  uint32_t h = static_cast<uint32_t>(k.size()) * 0x9e3779b1u;
+  h ^= static_cast<unsigned char>(k[0]) * 0x85ebca6bu;
+  h ^= static_cast<unsigned char>(k[k.size() - 1]) * 0xc2b2ae35u;
+  h ^= static_cast<unsigned char>(k[k.size() / 2]) * 0x27d4eb2fu;
+  return (h ^ (h >> 15)) | 1;  // never 0
+}
+
+inline uint32_t hash_key_lower(std::string_view k) {
+  if (k.empty()) return 1;
+  uint32_t h = static_cast<uint32_t>(k.size()) * 0x9e3779b1u;
+  h ^= static_cast<unsigned char>(lower_ascii(k[0])) * 0x85ebca6bu;
+  h ^= static_cast<unsigned char>(lower_ascii(k[k.size() - 1])) * 0xc2b2ae35u;
+  h ^= static_cast<unsigned char>(lower_ascii(k[k.size() / 2])) * 0x27d4eb2fu;
+  return (h ^ (h >> 15)) | 1;
+}
+
+}  // namespace
+
+void Aliases::Table::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+  for (const Slot& s : old) {
+    if (s.key == UINT32_MAX) continue;
+    size_t i = s.hash & (slots_.size() - 1);
+    while (slots_[i].key != UINT32_MAX) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = s;
+  }
+}
+
+void Aliases::Table::insert(std::string_view key, MetricId id, double scale) {
+  if (find(key)) return;  // as std::map::emplace: the first one stays
+  if ((keys_.size() + 1) * 2 > slots_.size()) grow();
+  uint32_t h = hash_key(key);
+  size_t i = h & (slots_.size() - 1);
+  while (slots_[i].key != UINT32_MAX) i = (i + 1) & (slots_.size() - 1);
+  keys_.emplace_back(key);
+  slots_[i] = Slot{h, static_cast<uint32_t>(keys_.size() - 1), {id, scale}};
+}
+
+const std::pair<MetricId, double>* Aliases::Table::find(std::string_view key) const {
+  if (slots_.empty()) return nullptr;
+  uint32_t h = hash_key(key);
+  for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+    const Slot& s = slots_[i];
+    if (s.key == UINT32_MAX) return nullptr;
+    if (s.hash != h) continue;
+    const std::string& k = keys_[s.key];
+    if (k.size() != key.size()) continue;
+    bool same = true;
+    for (size_t j = 0; j < k.size() && same; ++j) same = key[j] == k[j];
+    if (same) return &s.value;
+  }
+}
+
+const std::pair<MetricId, double>* Aliases::Table::find_lower(std::string_view key) const {
+  if (slots_.empty()) return nullptr;
+  uint32_t h = hash_key_lower(key);
+  for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+    const Slot& s = slots_[i];
+    if (s.key == UINT32_MAX) return nullptr;
+    if (s.hash != h) continue;
+    const std::string& k = keys_[s.key];
+    if (k.size() != key.size()) continue;
+    bool same = true;
+    for (size_t j = 0; j < k.size() && same; ++j) same = lower_ascii(key[j]) == k[j];
+    if (same) return &s.value;
+  }
+}
+
+MetricId Aliases::by_key_any_case(std::string_view key) const {
+  auto* v = keys_.find_lower(key);
+  return v ? v->first : kNoMetric;
+}
+
 Aliases Aliases::from_kb(const std::vector<kb::MetricSpec>& specs) {
   Aliases a;
   for (const auto& s : specs) {
     MetricId id = static_cast<MetricId>(a.names_.size());
     a.names_.push_back(s.name);
     if (s.name == "step") a.step_ = id;
-    for (const auto& k : s.keys) a.keys_.emplace(to_lower(k), id);
-    for (const auto& u : s.units) a.units_.emplace(u.unit, std::make_pair(id, u.scale));
+    for (const auto& k : s.keys) {
+      std::string lk = to_lower(k);
+      a.keys_.insert(lk, id, 1.0);
+      a.max_key_ = std::max(a.max_key_, lk.size());
+    }
+    for (const auto& u : s.units) a.units_.insert(u.unit, id, u.scale);
   }
+  a.loss_ = a.id("loss");
+  if (const auto* u = a.units_.find("")) a.has_empty_unit_ = true, a.empty_unit_ = *u;
   return a;
 }
 
 MetricId Aliases::by_key(std::string_view key) const {
-  auto it = keys_.find(key);
-  return it == keys_.end() ? kNoMetric : it->second;
+  auto* v = keys_.find(key);
+  return v ? v->first : kNoMetric;
 }
 
 MetricId Aliases::by_unit(std::string_view unit) const {
-  auto it = units_.find(unit);
-  return it == units_.end() ? kNoMetric : it->second.first;
+  auto* v = units_.find(unit);
+  return v ? v->first : kNoMetric;
 }
 
 double Aliases::unit_scale(std::string_view unit) const {
-  auto it = units_.find(unit);
-  return it == units_.end() ? 1.0 : it->second.second;
+  auto* v = units_.find(unit);
+  return v ? v->second : 1.0;
 }
 
 MetricId Aliases::id(std::string_view name) const {
@@ -46,15 +135,77 @@ MetricId Aliases::id(std::string_view name) const {
 
 namespace {
 
+// ASCII classes: the C locale's, without a call per byte.
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool is_alnum(char c) { return is_digit(c) || is_alpha(c); }
+inline char to_lower_ascii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
 bool is_sep(char c) { return c == '|' || c == ',' || c == ';' || c == '{' || c == '}' || c == '\t'; }
 
-bool ieq(std::string_view a, const char* b) {
-  size_t n = std::strlen(b);
-  if (a.size() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
+// a (any case) equals the lower-case word w.
+bool ieq(std::string_view a, std::string_view w) {
+  if (a.size() != w.size()) return false;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (to_lower_ascii(a[i]) != w[i]) return false;
   }
   return true;
+}
+
+// std::from_chars (general format) for the common short number, faster: when the
+// digits fit in 2^53 and the power of ten is at most 22, mantissa * 10^e (or / 10^-e) is
+// one correctly rounded IEEE operation on exact operands, so the result is the correctly
+// rounded value from_chars returns (Clinger's fast path). Returns the length read, or 0
+// to let from_chars decide (anything longer, larger, or not of this shape).
+size_t read_decimal_fast(const char* b, const char* e, double& v) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* p = b;
+  bool neg = false;
+  if (p < e && *p == '-') neg = true, ++p;
+  uint64_t mant = 0;
+  int digits = 0, frac_digits = 0;
+  const char* d0 = p;
+  while (p < e && is_digit(*p)) {
+    mant = mant * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+    if (++digits > 15) return 0;
+  }
+  bool int_part = p > d0;
+  bool frac_part = false;
+  if (p < e && *p == '.') {
+    const char* f0 = ++p;
+    while (p < e && is_digit(*p)) {
+      mant = mant * 10 + static_cast<uint64_t>(*p - '0');
+      ++p;
+      ++frac_digits;
+      if (++digits > 15) return 0;
+    }
+    frac_part = p > f0;
+  }
+  if (!int_part && !frac_part) return 0;
+  int exp10 = -frac_digits;
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    const char* q = p + 1;
+    bool eneg = false;
+    if (q < e && (*q == '-' || *q == '+')) eneg = *q++ == '-';
+    const char* x0 = q;
+    int x = 0;
+    while (q < e && is_digit(*q)) {
+      x = x * 10 + (*q - '0');
+      ++q;
+      if (q - x0 > 3) return 0;
+    }
+    if (q > x0) {  // a well-formed exponent is part of the number; else it is not read
+      exp10 += eneg ? -x : x;
+      p = q;
+    }
+  }
+  if (exp10 < -22 || exp10 > 22) return 0;
+  double m = static_cast<double>(mant);  // exact: at most 15 digits
+  double r = exp10 >= 0 ? m * kPow10[exp10] : m / kPow10[-exp10];
+  v = neg ? -r : r;
+  return static_cast<size_t>(p - b);
 }
 
 // Reads a number at s[i]: decimal, scientific, nan/inf words (any case, optional sign).
@@ -63,85 +214,139 @@ size_t read_number(std::string_view s, size_t i, double& v) {
   size_t j = i;
   bool neg = false;
   if (j < s.size() && (s[j] == '-' || s[j] == '+')) neg = s[j++] == '-';
-  // nan / inf / infinity as words
-  for (const char* w : {"infinity", "inf", "nan"}) {
-    size_t n = std::strlen(w);
-    if (j + n <= s.size() && ieq(s.substr(j, n), w) &&
-        (j + n == s.size() || !std::isalnum(static_cast<unsigned char>(s[j + n])))) {
-      v = w[0] == 'n' ? std::nan("") : (neg ? -INFINITY : INFINITY);
-      return j + n - i;
+  if (j >= s.size()) return 0;
+  char c = s[j];
+  if (c == 'i' || c == 'I' || c == 'n' || c == 'N') {
+    // nan / inf / infinity as words
+    for (std::string_view w : {std::string_view("infinity"), std::string_view("inf"), std::string_view("nan")}) {
+      size_t n = w.size();
+      if (j + n <= s.size() && ieq(s.substr(j, n), w) && (j + n == s.size() || !is_alnum(s[j + n]))) {
+        v = w[0] == 'n' ? std::nan("") : (neg ? -INFINITY : INFINITY);
+        return j + n - i;
+      }
     }
+    return 0;
   }
-  if (j >= s.size() || !(std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) return 0;
+  if (!(is_digit(c) || c == '.')) return 0;
   const char* b = s.data() + i;
   const char* e = s.data() + s.size();
   if (*b == '+') ++b;
+  if (size_t n = read_decimal_fast(b, e, v)) return static_cast<size_t>(b - (s.data() + i)) + n;
   auto r = std::from_chars(b, e, v);
   if (r.ec != std::errc()) return 0;
   return static_cast<size_t>(r.ptr - (s.data() + i));
 }
 
 // The key before a number: the text back to the previous separator or number, with
-// ':' '=' quotes and spaces trimmed, lower-cased ("lm loss", "learning_rate").
-std::string_view key_before(std::string_view s, size_t num_start, size_t floor, std::string& buf) {
+// ':' '=' quotes and spaces trimmed ("lm loss", "learning_rate"), not yet lower-cased.
+std::string_view key_before(std::string_view s, size_t num_start, size_t floor) {
   size_t e = num_start;
   while (e > floor && (s[e - 1] == ' ' || s[e - 1] == ':' || s[e - 1] == '=' || s[e - 1] == '\'' || s[e - 1] == '"' ||
                        s[e - 1] == '['))
     --e;
   size_t b = e;
-  while (b > floor && !is_sep(s[b - 1]) && !(std::isdigit(static_cast<unsigned char>(s[b - 1])) && b < e &&
-                                              s[b] == ' '))
-    --b;
+  while (b > floor && !is_sep(s[b - 1]) && !(is_digit(s[b - 1]) && b < e && s[b] == ' ')) --b;
   std::string_view k = trim(s.substr(b, e - b));
   // Keys start with a letter: drop brackets, quotes and the like in front ("] step", "'loss").
-  while (!k.empty() && !std::isalpha(static_cast<unsigned char>(k.front()))) k.remove_prefix(1);
+  while (!k.empty() && !is_alpha(k.front())) k.remove_prefix(1);
   // "epoch 0 step" -> the last words after a number belong to this key
-  buf.assign(k);
-  for (char& c : buf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return buf;
+  return k;
+}
+
+// The metric a key names (keys are matched lower-cased).
+MetricId metric_of_key(const Aliases& a, std::string_view key) {
+  if (key.size() > a.max_key_size()) return kNoMetric;
+  return a.by_key_any_case(key);
 }
 
 }  // namespace
 
-bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out) {
+namespace {
+
+// Byte classes for the tokenizer's scan: what may start a number (digits . - + and the
+// first letters of nan / inf), and what glues a number to the token before it.
+constexpr uint8_t kMayStart = 1, kJoins = 2;
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] |= kMayStart | kJoins;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] |= kJoins;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] |= kJoins;
+  for (char c : {'.', '-', '+', 'n', 'N', 'i', 'I'}) t[static_cast<unsigned char>(c)] |= kMayStart;
+  for (char c : {'_', '.', '/'}) t[static_cast<unsigned char>(c)] |= kJoins;
+  return t;
+}();
+
+}  // namespace
+
+namespace {
+
+// The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes
+// (metric kNoMetric when nothing names it); ProgressParser builds shapes from that.
+// How far read_number(s, i) may look (an upper bound, exclusive): a sign, then a word of
+// up to 8 letters and the byte after it, or a run [digits][.digits][e[sign]digits] and
+// the byte after it.
+size_t number_reach(std::string_view s, size_t i) {
+  size_t j = i;
+  if (j < s.size() && (s[j] == '-' || s[j] == '+')) ++j;
+  size_t k = j;
+  while (k < s.size() && is_digit(s[k])) ++k;
+  if (k < s.size() && s[k] == '.') ++k;
+  while (k < s.size() && is_digit(s[k])) ++k;
+  if (k < s.size() && (s[k] == 'e' || s[k] == 'E')) {
+    ++k;
+    if (k < s.size() && (s[k] == '-' || s[k] == '+')) ++k;
+    while (k < s.size() && is_digit(s[k])) ++k;
+  }
+  return std::min(s.size(), std::max(j + 9, k + 1));
+}
+
+// The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes
+// (metric kNoMetric when nothing names it), `on_look(from, to)` of the bytes it looked
+// at to decide something other than a number it took; ProgressParser builds shapes from
+// them.
+template <typename OnToken, typename OnLook>
+bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&& on_token, OnLook&& on_look) {
   out.has_step = false;
   out.samples.clear();
   bool has_loss = false;
-  MetricId loss = a.id("loss");
-  std::string keybuf;
+  const MetricId loss = a.loss();
   size_t floor = 0;  // keys never reach back past the previous number
   size_t i = 0;
   while (i < s.size()) {
     char c = s[i];
-    bool starts = std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'n' ||
-                  c == 'N' || c == 'i' || c == 'I';
     // A number must start a token: not inside a word ("fp16", "v2") or an identifier.
-    if (!starts || (i > 0 && (std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_' || s[i - 1] == '.' ||
-                              s[i - 1] == '/'))) {
+    if (!(kByteClass[static_cast<unsigned char>(c)] & kMayStart) ||
+        (i > 0 && (kByteClass[static_cast<unsigned char>(s[i - 1])] & kJoins))) {
       ++i;
       continue;
     }
     double v = 0;
     size_t n = read_number(s, i, v);
     if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) {
+      on_look(i, number_reach(s, i));
       ++i;
       continue;
     }
     size_t end = i + n;
     // Not a number if a letter or '_' follows directly, except a unit ("9.5it/s", "43ms").
-    std::string_view key = key_before(s, i, floor, keybuf);
+    std::string_view key = key_before(s, i, floor);
     // The unit right after the number: "ms/step", "it/s", "tokens/s", "GiB".
     size_t u = end;
     while (u < s.size() && s[u] == ' ' && u - end < 1) ++u;
     size_t ue = u;
     while (ue < s.size() && !is_sep(s[ue]) && s[ue] != ' ' && s[ue] != ']') ++ue;
     std::string_view unit = s.substr(u, ue - u);
+    on_look(end, std::min(s.size(), ue + 1));
     MetricId m = kNoMetric;
     double scale = 1.0;
-    if (!key.empty()) m = a.by_key(key);
+    if (!key.empty()) m = metric_of_key(a, key);
+    // by_unit(unit) and unit_scale(unit), in one lookup (none for the usual empty unit).
+    MetricId unit_metric = kNoMetric;
+    double unit_scale = 1.0;
+    if (const auto* u = unit.empty() ? a.empty_unit() : a.unit_entry(unit)) unit_metric = u->first, unit_scale = u->second;
     if (m == kNoMetric && !unit.empty()) {
-      m = a.by_unit(unit);
-      scale = a.unit_scale(unit);
+      m = unit_metric;
+      scale = unit_scale;
     }
     // "step 12/60", "iteration 100/ 500000": the total after the slash is not a value.
     size_t next = end;
@@ -150,6 +355,7 @@ bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out
       while (k < s.size() && s[k] == ' ') ++k;
       double total;
       size_t tn = read_number(s, k, total);
+      on_look(next, number_reach(s, k));
       if (tn > 0) next = k + tn;
     }
     if (m != kNoMetric) {
@@ -162,21 +368,102 @@ bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out
         out.samples.push_back({m, v * scale});
         if (m == loss) has_loss = true;
       }
-      if (m == a.by_unit(unit)) next = ue;  // the unit was consumed
+      if (m == unit_metric) next = ue;  // the unit was consumed
     }
     // A list "lr=[0.0001, 0.0001]": only the first element counts.
     if (!key.empty() && i > 0 && s[i - 1] == '[') {
       size_t close = s.find(']', next);
       if (close != std::string_view::npos) next = close + 1;
     }
+    on_token(i, end, m, scale);
     floor = next;
     i = next;
   }
   return (out.has_step || has_loss) && !out.samples.empty();
 }
 
+}  // namespace
+
+bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out) {
+  return tokenize(s, a, out, [](size_t, size_t, MetricId, double) {}, [](size_t, size_t) {});
+}
+
+// A shape is a progress line with its numbers taken out: the text around them and, per
+// number, what the tokenizer made of it. The tokenizer's path through a line depends on
+// that text only (the numbers end where read_number ends them, and every number ends in
+// a byte that glues, so the bytes after it are judged alike): a line with the same text
+// around its numbers is tokenized the same, and only its numbers need reading.
+bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine& out) const {
+  out.has_step = false;
+  out.samples.clear();
+  bool has_loss = false;
+  size_t pos = 0, lit = 0;
+  for (const Slot& k : sh.slots) {
+    if (s.size() - pos < k.lit_len || std::memcmp(s.data() + pos, sh.text.data() + lit, k.lit_len) != 0) return false;
+    pos += k.lit_len;
+    lit += k.lit_len;
+    if (pos >= s.size()) return false;
+    double v = 0;
+    const char c = s[pos];
+    size_t n = read_number(s, pos, v);
+    if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) return false;
+    if (k.metric != kNoMetric) {
+      if (k.metric == a_.step()) {
+        if (!out.has_step && std::isfinite(v)) {
+          out.has_step = true;
+          out.step = v;
+        }
+      } else {
+        out.samples.push_back({k.metric, v * k.scale});
+        if (k.metric == a_.loss()) has_loss = true;
+      }
+    }
+    pos += n;
+  }
+  if (s.size() - pos != sh.text.size() - lit || std::memcmp(s.data() + pos, sh.text.data() + lit, s.size() - pos) != 0)
+    return false;
+  return (out.has_step || has_loss) && !out.samples.empty();
+}
+
+bool ProgressParser::parse(std::string_view s, ProgressLine& out) {
+  for (size_t k = 0; k < shapes_.size(); ++k) {
+    if (try_shape(shapes_[k], s, out)) {
+      if (k > 0) std::swap(shapes_[k], shapes_[k - 1]);  // move up towards the front
+      return true;
+    }
+  }
+  Shape sh;
+  size_t last = 0;
+  starts_.clear();
+  looks_.clear();
+  bool ok = tokenize(
+      s, a_, out,
+      [&](size_t start, size_t end, MetricId m, double scale) {
+        sh.slots.push_back({static_cast<uint32_t>(start - last), m, scale});
+        sh.text.append(s.substr(last, start - last));
+        starts_.push_back(start);
+        last = end;
+      },
+      [&](size_t from, size_t to) { looks_.emplace_back(from, to); });
+  // Only the shapes of progress lines are kept. A shape can stand for other lines only
+  // if no decision on its text looked into a number: no bytes looked at (a failed or
+  // skipped read, a unit) reach into a number that comes later.
+  if (ok && s.size() < 4096) {
+    sh.text.append(s.substr(last));
+    bool replayable = true;
+    for (const auto& [from, to] : looks_) {
+      for (size_t st : starts_) replayable = replayable && !(st > from && st < to);
+    }
+    if (replayable) {
+      if (shapes_.size() == kMaxShapes) shapes_.pop_back();
+      shapes_.insert(shapes_.begin(), std::move(sh));
+    }
+  }
+  return ok;
+}
+
 namespace {
-std::string capped(std::string_view t) { return std::string(t.substr(0, 1000)); }
+std::string_view capped(std::string_view t) { return t.substr(0, 1000); }
 }  // namespace
 
 void Series::add(const Point& p, std::string_view text) {
@@ -184,13 +471,13 @@ void Series::add(const Point& p, std::string_view text) {
   ++count;
   last = p;
   if (std::isfinite(p.value)) {
-    if (!has_finite || p.value < min) min = p.value, min_point = p, min_text = capped(text);
-    if (!has_finite || p.value > max) max = p.value, max_point = p, max_text = capped(text);
+    if (!has_finite || p.value < min) min = p.value, min_point = p, min_text.assign(capped(text));
+    if (!has_finite || p.value > max) max = p.value, max_point = p, max_text.assign(capped(text));
     has_finite = true;
   } else if (!has_nonfinite) {
     has_nonfinite = true;
     first_nonfinite = p;
-    nonfinite_text = capped(text);
+    nonfinite_text.assign(capped(text));
   }
   // Keep every stride-th point; when full, drop every other kept point and double the
   // stride, so the kept points stay evenly spread over the whole run.
@@ -217,6 +504,183 @@ void SeriesSet::add(int rank, const ProgressLine& line, uint32_t source, uint64_
   last_step_[rank] = step;
   for (const Sample& s : line.samples) add_sample(rank, s.metric, step, s.value, source, line_no, time_us, text);
   last_progress_[rank] = Point{step, 0, source, line_no, time_us};
+}
+
+}  // namespace ff::metrics
+
+namespace ff::metrics {
+
+void SeriesBatch::clear() {
+  used_ranks_ = used_parts_ = 0;
+  lines_.clear();
+  std::fill(rank_index_.begin(), rank_index_.end(), std::pair<int, uint32_t>{0, 0});
+  last_slot_ = UINT32_MAX;
+}
+
+SeriesBatch::Part& SeriesBatch::new_part(MetricId metric) {
+  if (used_parts_ == parts_.size()) parts_.emplace_back();
+  Part& P = parts_[used_parts_++];
+  P.metric = metric;
+  P.min = P.max = 0;
+  P.min_at = P.max_at = P.nonfinite_at = 0;
+  P.has_finite = P.has_nonfinite = false;
+  P.samples.clear();
+  return P;
+}
+
+SeriesBatch::Rank& SeriesBatch::rank_slot(int rank) {
+  if (last_slot_ != UINT32_MAX && last_rank_ == rank) return ranks_[last_slot_];
+  auto home = [&](int r) { return (static_cast<uint32_t>(r) * 2654435761u) & (rank_index_.size() - 1); };
+  if (rank_index_.empty()) rank_index_.assign(64, {0, 0});
+  size_t h = home(rank);
+  while (rank_index_[h].second != 0) {
+    if (rank_index_[h].first == rank) {
+      last_rank_ = rank;
+      last_slot_ = rank_index_[h].second - 1;
+      return ranks_[last_slot_];
+    }
+    h = (h + 1) & (rank_index_.size() - 1);
+  }
+  if ((used_ranks_ + 1) * 2 > rank_index_.size()) {
+    std::vector<std::pair<int, uint32_t>> old = std::move(rank_index_);
+    rank_index_.assign(old.size() * 2, {0, 0});
+    for (const auto& e : old) {
+      if (e.second == 0) continue;
+      size_t k = home(e.first);
+      while (rank_index_[k].second != 0) k = (k + 1) & (rank_index_.size() - 1);
+      rank_index_[k] = e;
+    }
+    h = home(rank);
+    while (rank_index_[h].second != 0) h = (h + 1) & (rank_index_.size() - 1);
+  }
+  if (used_ranks_ == ranks_.size()) ranks_.emplace_back();
+  Rank& r = ranks_[used_ranks_++];
+  r.rank = rank;
+  r.has_step = false;
+  r.last_step = 0;
+  r.rel = 0;
+  r.last_line = 0;
+  r.part_of_metric.clear();
+  rank_index_[h] = {rank, static_cast<uint32_t>(used_ranks_)};
+  last_rank_ = rank;
+  last_slot_ = static_cast<uint32_t>(used_ranks_ - 1);
+  return r;
+}
+
+void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
+                      uint32_t text_ref) {
+  Rank& r = rank_slot(rank);
+  Line at{0, line_no, time_us, source, 0, text_ref};
+  if (line.has_step) {
+    at.step = line.step;
+    r.has_step = true;
+    r.last_step = line.step;
+  } else if (r.has_step) {
+    at.step = r.last_step + 1;
+    r.last_step = at.step;
+  } else {
+    at.rel = ++r.rel;  // numbered once the rank's last step before the batch is known
+  }
+  const uint32_t li = static_cast<uint32_t>(lines_.size());
+  lines_.push_back(at);
+  r.last_line = li;
+  for (const metrics::Sample& s : line.samples) {
+    if (s.metric >= r.part_of_metric.size()) r.part_of_metric.resize(static_cast<size_t>(s.metric) + 1, -1);
+    int32_t pi = r.part_of_metric[s.metric];
+    if (pi < 0) {
+      pi = static_cast<int32_t>(used_parts_);
+      r.part_of_metric[s.metric] = pi;
+      new_part(s.metric);
+    }
+    Part& P = parts_[static_cast<size_t>(pi)];
+    const uint32_t at_i = static_cast<uint32_t>(P.samples.size());
+    if (std::isfinite(s.value)) {
+      if (!P.has_finite || s.value < P.min) P.min = s.value, P.min_at = at_i;
+      if (!P.has_finite || s.value > P.max) P.max = s.value, P.max_at = at_i;
+      P.has_finite = true;
+    } else if (!P.has_nonfinite) {
+      P.has_nonfinite = true;
+      P.nonfinite_at = at_i;
+    }
+    P.samples.push_back({s.value, li});
+  }
+}
+
+void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint32_t)>& text_of) {
+  std::vector<double> rel_steps;
+  for (size_t ri = 0; ri < b.used_ranks_; ++ri) {
+    SeriesBatch::Rank& r = b.ranks_[ri];
+    // Step-less lines before the rank's first step in the batch: the rank's last step
+    // before the batch + 1, + 1, ... (added one at a time, as add() does).
+    rel_steps.assign(static_cast<size_t>(r.rel) + 1, 0);
+    if (r.rel > 0) {
+      auto it = last_step_.find(r.rank);
+      rel_steps[1] = it != last_step_.end() ? it->second + 1 : 1;
+      for (size_t k = 2; k <= r.rel; ++k) rel_steps[k] = rel_steps[k - 1] + 1;
+    }
+    auto point_of_line = [&](uint32_t li, double value) {
+      const SeriesBatch::Line& l = b.lines_[li];
+      return Point{l.rel != 0 ? rel_steps[l.rel] : l.step, value, l.source, l.line_no, l.time_us};
+    };
+    auto point = [&](const SeriesBatch::Sample& s) { return point_of_line(s.line, s.value); };
+    auto text = [&](const SeriesBatch::Sample& s) { return capped(text_of(b.lines_[s.line].text_ref)); };
+    for (int32_t pi : r.part_of_metric) {
+      if (pi < 0) continue;
+      SeriesBatch::Part& P = b.parts_[static_cast<size_t>(pi)];
+      if (P.samples.empty()) continue;
+      Series& S = series_[{P.metric, r.rank}];
+      if (S.count == 0) S.first = point(P.samples.front());
+      S.count += P.samples.size();
+      S.last = point(P.samples.back());
+      // The first point that reaches the minimum over both: the earlier one on a tie.
+      if (P.has_finite) {
+        if (!S.has_finite || P.min < S.min) {
+          S.min = P.min;
+          S.min_point = point(P.samples[P.min_at]);
+          S.min_text.assign(text(P.samples[P.min_at]));
+        }
+        if (!S.has_finite || P.max > S.max) {
+          S.max = P.max;
+          S.max_point = point(P.samples[P.max_at]);
+          S.max_text.assign(text(P.samples[P.max_at]));
+        }
+        S.has_finite = true;
+      }
+      if (P.has_nonfinite && !S.has_nonfinite) {
+        S.has_nonfinite = true;
+        S.first_nonfinite = point(P.samples[P.nonfinite_at]);
+        S.nonfinite_text.assign(text(P.samples[P.nonfinite_at]));
+      }
+      // Thinning, as Series::add does it point by point, jumping over the points it drops.
+      const size_t n = P.samples.size();
+      size_t i = 0;
+      while (i < n) {
+        if (!S.points.empty()) {
+          uint64_t skip = S.seen_since_kept + 1 >= S.stride ? 0 : S.stride - S.seen_since_kept - 1;
+          if (skip >= n - i) {
+            S.seen_since_kept += n - i;
+            break;
+          }
+          i += skip;
+          S.seen_since_kept += skip;
+        }
+        if (++S.seen_since_kept >= S.stride || S.points.empty()) {
+          S.seen_since_kept = 0;
+          S.points.push_back(point(P.samples[i]));
+          if (S.points.size() >= Series::kMaxPoints) {
+            size_t w = 0;
+            for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
+            S.points.resize(w);
+            S.stride *= 2;
+          }
+        }
+        ++i;
+      }
+    }
+    last_step_[r.rank] = r.has_step ? r.last_step : rel_steps[r.rel];
+    last_progress_[r.rank] = point_of_line(r.last_line, 0);
+  }
+  b.clear();
 }
 
 }  // namespace ff::metrics

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -36,17 +37,48 @@ class Aliases {
   // The metric a key ("lm loss", "learning_rate") or a unit ("ms/step", "it/s") names.
   MetricId by_key(std::string_view lowercase_key) const;
   MetricId by_unit(std::string_view unit) const;
+  MetricId by_key_any_case(std::string_view key) const;  // by_key(to_lower(key))
+  // The (metric, scale) of a unit, or nullptr; empty_unit() is unit_entry("").
+  const std::pair<MetricId, double>* unit_entry(std::string_view unit) const { return units_.find(unit); }
+  const std::pair<MetricId, double>* empty_unit() const { return has_empty_unit_ ? &empty_unit_ : nullptr; }
   double unit_scale(std::string_view unit) const;  // e.g. s/it -> 1000 for step_time_ms
   const std::string& name(MetricId id) const { return names_[id]; }
   MetricId id(std::string_view name) const;
   size_t size() const { return names_.size(); }
   MetricId step() const { return step_; }
+  MetricId loss() const { return loss_; }
+  // The longest key: a longer text names no metric.
+  size_t max_key_size() const { return max_key_; }
+
+  // A small open-addressing table (the parser looks keys up for every number on a
+  // progress line: no std::map, no allocation).
+  class Table {
+   public:
+    void insert(std::string_view key, MetricId id, double scale);  // the first insert of a key wins
+    const std::pair<MetricId, double>* find(std::string_view key) const;
+    // The same for the key lower-cased (ASCII), without making the lower-case copy.
+    const std::pair<MetricId, double>* find_lower(std::string_view key) const;
+
+   private:
+    struct Slot {
+      uint32_t hash = 0;
+      uint32_t key = UINT32_MAX;  // index into keys_, UINT32_MAX when empty
+      std::pair<MetricId, double> value;
+    };
+    void grow();
+    std::vector<Slot> slots_;
+    std::vector<std::string> keys_;
+  };
 
  private:
   std::vector<std::string> names_;
-  std::map<std::string, MetricId, std::less<>> keys_;
-  std::map<std::string, std::pair<MetricId, double>, std::less<>> units_;
+  Table keys_;
+  Table units_;
   MetricId step_ = kNoMetric;
+  MetricId loss_ = kNoMetric;
+  size_t max_key_ = 0;
+  bool has_empty_unit_ = false;
+  std::pair<MetricId, double> empty_unit_{kNoMetric, 1.0};
 };
 
 struct Sample {
@@ -63,6 +95,34 @@ struct ProgressLine {
 // True when the line is a progress line: it has a step (step/iteration key) or a loss,
 // plus at least one other metric. Config dumps ("lr=0.5 steps=80") are not.
 bool parse_progress_line(std::string_view message, const Aliases& aliases, ProgressLine& out);
+
+// parse_progress_line, with the same results, faster on the lines a training loop prints
+// over and over: it keeps the shapes of the last few progress lines (the text around
+// their numbers, and what each number was) and reads a line of a known shape by
+// comparing that text and reading its numbers, without the tokenizer. Not thread-safe:
+// one per thread.
+class ProgressParser {
+ public:
+  explicit ProgressParser(const Aliases& aliases) : a_(aliases) {}
+  bool parse(std::string_view message, ProgressLine& out);
+
+ private:
+  struct Slot {
+    uint32_t lit_len;  // text before this number
+    MetricId metric;   // kNoMetric: a number nothing names (still read, to find its end)
+    double scale;
+  };
+  struct Shape {
+    std::string text;  // the text between the numbers, concatenated
+    std::vector<Slot> slots;
+  };
+  static constexpr size_t kMaxShapes = 4;
+  bool try_shape(const Shape& shape, std::string_view s, ProgressLine& out) const;
+  const Aliases& a_;
+  std::vector<Shape> shapes_;  // most used first
+  std::vector<size_t> starts_;                     // while building a shape: its numbers' starts
+  std::vector<std::pair<size_t, size_t>> looks_;   // and the bytes looked at around them
+};
 
 struct Point {
   double step = 0;
@@ -90,8 +150,70 @@ struct Series {
   void add(const Point& p, std::string_view text = {});
 };
 
+class SeriesSet;
+
+// The progress-line samples of a run of consecutive lines (a chunk of one source),
+// gathered on their own (in parallel with other runs) and then appended to a SeriesSet
+// in order. SeriesSet::append gives exactly what adding the same lines one by one with
+// SeriesSet::add would have given: summaries merge, points are thinned as if they had
+// arrived one at a time, and lines without a step are numbered once the rank's last step
+// before the run is known. Memory: one Point per sample until appended.
+class SeriesBatch {
+ public:
+  // As SeriesSet::add, but the line's text is named by `text_ref`: append() asks for the
+  // texts it keeps (extremes, first non-finite value) instead of copying every line's.
+  void add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
+           uint32_t text_ref);
+  bool empty() const { return used_ranks_ == 0; }
+  void clear();  // keeps the storage for the next batch
+
+ private:
+  friend class SeriesSet;
+  struct Line {  // one progress line
+    double step;      // valid when rel == 0
+    uint64_t line_no;
+    int64_t time_us;
+    uint32_t source;
+    // > 0: the rel-th step-less line of its rank before the rank's first line with a
+    // step in the batch; its step waits for the rank's last step before the batch.
+    uint32_t rel;
+    uint32_t text_ref;
+  };
+  struct Sample {
+    double value;
+    uint32_t line;  // index into lines_
+  };
+  struct Part {  // one (metric, rank): Series' summary over the batch, and every sample
+    MetricId metric = 0;
+    double min = 0, max = 0;
+    uint32_t min_at = 0, max_at = 0, nonfinite_at = 0;  // indices into samples
+    bool has_finite = false, has_nonfinite = false;
+    std::vector<Sample> samples;
+  };
+  struct Rank {
+    int rank = 0;
+    bool has_step = false;     // a line of the batch gave (or fixed) the step
+    double last_step = 0;      // valid when has_step
+    uint32_t rel = 0;          // step-less lines before has_step
+    uint32_t last_line = 0;    // its last progress line, index into lines_
+    std::vector<int32_t> part_of_metric;  // MetricId -> index into parts_, -1 if none
+  };
+  Rank& rank_slot(int rank);
+  Part& new_part(MetricId metric);
+  std::vector<Line> lines_;
+  std::vector<Rank> ranks_;  // the first used_ranks_ are this batch's
+  std::vector<Part> parts_;  // the first used_parts_ are this batch's
+  size_t used_ranks_ = 0, used_parts_ = 0;
+  std::vector<std::pair<int, uint32_t>> rank_index_;  // small open table: rank -> index+1
+  int last_rank_ = 0;
+  uint32_t last_slot_ = UINT32_MAX;
+};
+
 class SeriesSet {
  public:
+  // Appends a batch's lines, as if each had been add()ed in order (with the text that
+  // text_of returns for the line's text_ref); leaves the batch empty.
+  void append(SeriesBatch& batch, const std::function<std::string_view(uint32_t)>& text_of);
   // Adds a progress line's samples at a step (when the line has none, the rank's last
   // step + 1 is used, so HF/tqdm lines without a step still form a series).
   void add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,

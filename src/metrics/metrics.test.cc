@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 namespace ff::metrics {
 namespace {
@@ -106,6 +108,75 @@ TEST(Progress, ConfigDumpsAndProseAreNotProgress) {
   parse("starting training for 60 steps", nullptr, false);
   parse("Loss is nan at step 45, stopping training", nullptr, false);
   parse("model: MLP with 20865 parameters", nullptr, false);
+}
+
+
+bool same_point(const Point& a, const Point& b) {
+  return std::memcmp(&a.step, &b.step, sizeof(double)) == 0 && std::memcmp(&a.value, &b.value, sizeof(double)) == 0 &&
+         a.source == b.source && a.line == b.line && a.time_us == b.time_us;
+}
+
+// A difference between two series sets, or "".
+std::string set_diff(const SeriesSet& a, const SeriesSet& b) {
+  if (a.all().size() != b.all().size()) return "series count";
+  for (auto ia = a.all().begin(), ib = b.all().begin(); ia != a.all().end(); ++ia, ++ib) {
+    if (ia->first != ib->first) return "keys";
+    const Series &x = ia->second, &y = ib->second;
+    std::string k = "metric " + std::to_string(ia->first.first) + " rank " + std::to_string(ia->first.second) + ": ";
+    if (x.count != y.count) return k + "count";
+    if (x.has_finite != y.has_finite || x.has_nonfinite != y.has_nonfinite) return k + "flags";
+    if (x.has_finite && (std::memcmp(&x.min, &y.min, 8) != 0 || std::memcmp(&x.max, &y.max, 8) != 0)) return k + "min/max";
+    if (!same_point(x.first, y.first) || !same_point(x.last, y.last)) return k + "first/last";
+    if (x.has_finite && (!same_point(x.min_point, y.min_point) || !same_point(x.max_point, y.max_point)))
+      return k + "min/max point";
+    if (x.has_nonfinite && !same_point(x.first_nonfinite, y.first_nonfinite)) return k + "nonfinite";
+    if (x.min_text != y.min_text || x.max_text != y.max_text || x.nonfinite_text != y.nonfinite_text) return k + "texts";
+    if (x.stride != y.stride || x.seen_since_kept != y.seen_since_kept) return k + "thinning state";
+    if (x.points.size() != y.points.size()) return k + "points " + std::to_string(x.points.size()) + " vs " + std::to_string(y.points.size());
+    for (size_t i = 0; i < x.points.size(); ++i)
+      if (!same_point(x.points[i], y.points[i])) return k + "point " + std::to_string(i);
+  }
+  if (a.last_progress().size() != b.last_progress().size()) return "last_progress count";
+  for (auto ia = a.last_progress().begin(), ib = b.last_progress().begin(); ia != a.last_progress().end(); ++ia, ++ib)
+    if (ia->first != ib->first || !same_point(ia->second, ib->second)) return "last_progress";
+  return "";
+}
+
+TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 40; ++trial) {
+    SeriesSet one, batched;
+    SeriesBatch batch;
+    int nranks = trial % 5 == 1 ? 1 : 1 + static_cast<int>(rng() % 5);
+    int nmetrics = trial % 5 == 1 ? 1 : 4;
+    size_t lines = 200 + rng() % 6000;
+    double step_frac = trial % 4 == 0 ? 0.0 : 0.5 + 0.5 * (rng() % 2);  // some runs never print a step
+    uint64_t line_no = 0;
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < lines; ++i) {
+      ProgressLine p;
+      int rank = static_cast<int>(rng() % nranks) - 1;
+      p.has_step = (rng() % 1000) < step_frac * 1000;
+      p.step = trial % 3 == 0 ? double(i) / 3 : double(i);  // non-integer steps too
+      int ns = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < ns; ++k) {
+        double v = (rng() % 7 == 0) ? NAN : (rng() % 11 == 0 ? -0.0 : double(rng() % 50) / 7);
+        if (rng() % 13 == 0) v = INFINITY;
+        p.samples.push_back({static_cast<MetricId>(rng() % nmetrics), v});
+      }
+      std::string text = "line " + std::to_string(i);
+      ++line_no;
+      one.add(rank, p, 0, line_no, int64_t(i), text);
+      texts.push_back(text);
+      batch.add(rank, p, 0, line_no, int64_t(i), static_cast<uint32_t>(texts.size() - 1));
+      if (rng() % 97 == 0 || i + 1 == lines) {
+        batched.append(batch, [&](uint32_t ref) { return std::string_view(texts[ref]); });
+        texts.clear();
+      }
+    }
+    std::string d = set_diff(one, batched);
+    EXPECT_EQ(d, "") << "trial " << trial;
+  }
 }
 
 TEST(Series, ThinsEvenlyAndKeepsExtremesAndFirstNonFinite) {

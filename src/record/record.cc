@@ -3,10 +3,12 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <ctime>
 
 #include "base/strings.h"
+#include "record/prefix_fast.h"
 
 namespace ff::record {
 
@@ -145,6 +147,35 @@ void LineFramer::finish(const std::function<void(const RawLine&)>& on_line) {
 // ---------------------------------------------------------------------------
 // Cleaning
 
+bool needs_cleaning(std::string_view raw) {
+  // Eight bytes at a time: a byte below 0x20 is rare in a log (tabs aside), so the exact
+  // test runs only on words that have one.
+  const char* p = raw.data();
+  size_t n = raw.size(), i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    // High bit set in each byte that is < 0x20 (and possibly in bytes >= 0x80: rechecked).
+    uint64_t lo = (w - 0x2020202020202020ull) & ~w & 0x8080808080808080ull;
+    if (lo == 0) continue;
+    for (size_t k = i; k < i + 8; ++k) {
+      char c = p[k];
+      if (c == '\x1b' || c == '\r' || c == '\0') return true;
+    }
+  }
+  for (; i < n; ++i) {
+    char c = p[i];
+    if (c == '\x1b' || c == '\r' || c == '\0') return true;
+  }
+  return false;
+}
+
+std::string_view clean_line_view(std::string_view raw, std::string& buf) {
+  if (!needs_cleaning(raw)) return raw;
+  clean_line(raw, buf);
+  return buf;
+}
+
 void clean_line(std::string_view raw, std::string& out) {
   out.clear();
   // Drop a trailing CR (CRLF files), then keep only what follows the last CR that still
@@ -195,13 +226,24 @@ bool digits(std::string_view s, size_t pos, size_t n, int& out) {
   return true;
 }
 
-int64_t days_from_civil(int y, int m, int d) {
+int64_t days_from_civil_uncached(int y, int m, int d) {
   y -= m <= 2;
   const int era = (y >= 0 ? y : y - 399) / 400;
   const unsigned yoe = static_cast<unsigned>(y - era * 400);
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return static_cast<int64_t>(era) * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// Consecutive lines carry the same date: remember the last one (per thread).
+int64_t days_from_civil(int y, int m, int d) {
+  thread_local int ly = INT32_MIN, lm = 0, ld = 0;
+  thread_local int64_t ldays = 0;
+  if (y != ly || m != lm || d != ld) {
+    ldays = days_from_civil_uncached(y, m, d);
+    ly = y, lm = m, ld = d;
+  }
+  return ldays;
 }
 
 // Reads "HH:MM:SS" at pos and an optional fraction ([.,]digits); returns end or npos.
@@ -245,11 +287,25 @@ constexpr int kNoYear = 2000;  // a leap year, so Feb 29 in year-less stamps par
 
 }  // namespace
 
-bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock& clock, bool& subsecond) {
+namespace {
+
+enum class TimeFormat : uint8_t { kNone, kIso, kGlog, kMdhms, kSyslog, kDmesg, kHms };
+
+TimeFormat time_format_of(std::string_view format) {
+  if (format == "iso" || format == "torchrun") return TimeFormat::kIso;
+  if (format == "glog") return TimeFormat::kGlog;
+  if (format == "mdhms") return TimeFormat::kMdhms;
+  if (format == "syslog") return TimeFormat::kSyslog;
+  if (format == "dmesg") return TimeFormat::kDmesg;
+  if (format == "hms") return TimeFormat::kHms;
+  return TimeFormat::kNone;
+}
+
+bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& clock, bool& subsecond) {
   s = trim(s);
   int y, mo, d;
   int64_t tod = 0;
-  if (format == "iso" || format == "torchrun") {
+  if (format == TimeFormat::kIso) {
     // 2026-11-30 10:20:42,398 | 2026-11-30T10:20:42.398Z | 2026-11-30_10:20:45 | +02:00
     if (!digits(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
         !digits(s, 8, 2, d) || (s[10] != ' ' && s[10] != 'T' && s[10] != '_'))
@@ -271,7 +327,7 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     clock = Clock::kWall;
     return true;
   }
-  if (format == "glog") {
+  if (format == TimeFormat::kGlog) {
     // 1120 10:11:12.345678 (month, day)
     if (!digits(s, 0, 2, mo) || !digits(s, 2, 2, d) || s.size() < 13 || s[4] != ' ') return false;
     if (read_hms(s, 5, tod, subsecond) == std::string_view::npos || mo < 1 || mo > 12 || d < 1 || d > 31) return false;
@@ -279,7 +335,7 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     clock = Clock::kWallNoYear;
     return true;
   }
-  if (format == "mdhms") {
+  if (format == TimeFormat::kMdhms) {
     // 06-30 06:10:12 or 02/10 22:55:41
     if (!digits(s, 0, 2, mo) || (s.size() < 14) || (s[2] != '-' && s[2] != '/') || !digits(s, 3, 2, d) || s[5] != ' ')
       return false;
@@ -288,7 +344,7 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     clock = Clock::kWallNoYear;
     return true;
   }
-  if (format == "syslog") {
+  if (format == TimeFormat::kSyslog) {
     // Oct  4 13:19:39
     if (s.size() < 15) return false;
     mo = month_from_name(s.substr(0, 3));
@@ -303,7 +359,7 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     clock = Clock::kWallNoYear;
     return true;
   }
-  if (format == "dmesg") {
+  if (format == TimeFormat::kDmesg) {
     // 74785.660366 (seconds since boot)
     size_t dot = s.find('.');
     long long sec = 0, frac = 0;
@@ -318,13 +374,19 @@ bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock&
     subsecond = true;
     return true;
   }
-  if (format == "hms") {
+  if (format == TimeFormat::kHms) {
     if (read_hms(s, 0, tod, subsecond) == std::string_view::npos) return false;
     us = tod;
     clock = Clock::kTimeOfDay;
     return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock& clock, bool& subsecond) {
+  return parse_time_as(s, time_format_of(format), us, clock, subsecond);
 }
 
 // ---------------------------------------------------------------------------
@@ -334,16 +396,71 @@ struct PrefixParser::Impl {
   struct Format {
     kb::PrefixFormat spec;
     std::unique_ptr<RE2> re;
-    std::vector<std::pair<std::string, int>> groups;  // capture name -> index
+    int ngroups = 0;  // capturing groups used (at most 15)
+    // Which capture index fills which field; 0 when the format has no such group.
+    int g_rank = 0, g_local_rank = 0, g_pid = 0, g_gpu = 0, g_node = 0, g_level = 0, g_time = 0;
+    TimeFormat time_format = TimeFormat::kNone;
+    detail::FastKind fast = detail::FastKind::kNone;
   };
   std::vector<Format> formats;
+  // Bit i of first_byte[b]: format i (i < 64) can match a text that starts with byte b.
+  // Formats from the 65th on are always tried.
+  std::array<uint64_t, 256> first_byte{};
+  uint64_t consuming = 0;  // bit i: format i consumes
+  // What parse() reads per format, packed: the fast matcher (when used) and whether the
+  // format consumes.
+  struct Hot {
+    detail::FastKind fast;
+    bool consume;
+    const Format* format;
+  };
+  std::vector<Hot> hot;
+  // Per first byte, the formats that can start with it, in order (the formats from the
+  // 65th on are always tried, after these: `tail`).
+  // With each, the second bytes a match can have after this first byte (all, when the
+  // format has no fast matcher).
+  struct Candidate {
+    uint16_t format;
+    std::array<uint64_t, 4> second;
+  };
+  std::array<std::vector<Candidate>, 256> order;
+  std::vector<uint16_t> all_order;
+  bool use_fast = true;
+
+  // On a match, fills m; the fields of the captures a format does not have stay as they
+  // were, so m must come in cleared (fast matchers write only when they match).
+  bool match(const Format& f, std::string_view s, FormatMatch& m, bool fast) const {
+    if (fast && f.fast != detail::FastKind::kNone) {
+      m.matched = detail::match_fast(f.fast, s, m);
+      return m.matched;
+    }
+    re2::StringPiece groups[16];
+    if (!f.re->Match(re2::StringPiece(s.data(), s.size()), 0, s.size(), RE2::ANCHOR_START, groups, f.ngroups + 1))
+      return false;
+    auto view = [&](int idx) -> std::string_view {
+      if (idx == 0 || idx > f.ngroups || groups[idx].data() == nullptr) return {};
+      return std::string_view(groups[idx].data(), groups[idx].size());
+    };
+    m.matched = true;
+    m.length = groups[0].size();
+    m.rank = view(f.g_rank);
+    m.local_rank = view(f.g_local_rank);
+    m.pid = view(f.g_pid);
+    m.gpu = view(f.g_gpu);
+    m.node = view(f.g_node);
+    m.level = view(f.g_level);
+    m.time = view(f.g_time);
+    return true;
+  }
 };
 
 PrefixParser::PrefixParser() : impl_(std::make_unique<Impl>()) {}
 PrefixParser::~PrefixParser() = default;
 
-Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb::PrefixFormat>& formats) {
+Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb::PrefixFormat>& formats,
+                                                           Matchers matchers) {
   std::unique_ptr<PrefixParser> p(new PrefixParser());
+  p->impl_->use_fast = matchers == Matchers::kFast;
   RE2::Options opts;
   opts.set_log_errors(false);
   opts.set_encoding(RE2::Options::EncodingLatin1);
@@ -357,10 +474,65 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
       return make_error(ErrorCode::kInvalidKb, "prefix format does not compile: " + fmt.re->error(),
                         {"formats", f.line, f.id});
     }
-    for (const auto& [name, idx] : fmt.re->NamedCapturingGroups()) fmt.groups.emplace_back(name, idx);
+    fmt.ngroups = std::min(15, fmt.re->NumberOfCapturingGroups());
+    for (const auto& [name, idx] : fmt.re->NamedCapturingGroups()) {
+      if (idx > fmt.ngroups) continue;
+      if (name == "rank") fmt.g_rank = idx;
+      else if (name == "local_rank") fmt.g_local_rank = idx;
+      else if (name == "pid") fmt.g_pid = idx;
+      else if (name == "gpu") fmt.g_gpu = idx;
+      else if (name == "node") fmt.g_node = idx;
+      else if (name == "level") fmt.g_level = idx;
+      else if (name == "time") fmt.g_time = idx;
+    }
+    fmt.time_format = time_format_of(f.time_format);
+    fmt.fast = detail::fast_kind_for(f.id, f.regex);
     p->impl_->formats.push_back(std::move(fmt));
   }
+  // The first-byte table. Every text a format matches lies in [min, max] of
+  // PossibleMatchRange, so its first byte lies in [min[0], max[0]]. A format that can
+  // match the empty string constrains nothing, unless it consumes (an empty match of a
+  // consuming format counts as none).
+  auto& table = p->impl_->first_byte;
+  for (size_t i = 0; i < p->impl_->formats.size() && i < 64; ++i) {
+    const Impl::Format& f = p->impl_->formats[i];
+    unsigned lo = 0, hi = 255;
+    std::string min, max;
+    if (f.re->PossibleMatchRange(&min, &max, 8) && !(min.empty() && !f.spec.consume)) {
+      if (!min.empty()) lo = static_cast<unsigned char>(min[0]);
+      if (!max.empty()) hi = static_cast<unsigned char>(max[0]);
+    }
+    for (unsigned b = lo; b <= hi; ++b) table[b] |= uint64_t{1} << i;
+    if (f.spec.consume) p->impl_->consuming |= uint64_t{1} << i;
+  }
+  for (const auto& f : p->impl_->formats)
+    p->impl_->hot.push_back({p->impl_->use_fast ? f.fast : detail::FastKind::kNone, f.spec.consume, &f});
+  const size_t n = p->impl_->formats.size();
+  for (unsigned b = 0; b < 256; ++b) {
+    for (size_t i = 0; i < n; ++i) {
+      if (i < 64 && ((table[b] >> i) & 1) == 0) continue;
+      Impl::Candidate c{static_cast<uint16_t>(i), {}};
+      const detail::FastKind kind = p->impl_->hot[i].fast;
+      for (unsigned b1 = 0; b1 < 256; ++b1) {
+        if (kind == detail::FastKind::kNone || detail::may_start2(kind, static_cast<unsigned char>(b),
+                                                                  static_cast<unsigned char>(b1)))
+          c.second[b1 >> 6] |= uint64_t{1} << (b1 & 63);
+      }
+      p->impl_->order[b].push_back(c);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) p->impl_->all_order.push_back(static_cast<uint16_t>(i));
   return p;
+}
+
+size_t PrefixParser::format_count() const { return impl_->formats.size(); }
+const kb::PrefixFormat& PrefixParser::format(size_t i) const { return impl_->formats.at(i).spec; }
+bool PrefixParser::has_fast_matcher(size_t i) const { return impl_->formats.at(i).fast != detail::FastKind::kNone; }
+
+PrefixParser::FormatMatch PrefixParser::match_format(size_t i, std::string_view text, Matchers matchers) const {
+  FormatMatch m;
+  if (!impl_->match(impl_->formats.at(i), text, m, matchers == Matchers::kFast)) m = FormatMatch{};
+  return m;
 }
 
 namespace {
@@ -378,62 +550,138 @@ char level_char(std::string_view v) {
 }
 
 int to_int(std::string_view v) {
+  // Captured ranks, pids and GPUs are digit runs: read them without from_chars.
+  if (v.empty() || v.size() > 10) {
+    long long n = 0;
+    if (!parse_int(v, n) || n > 1'000'000'000) return -1;
+    return static_cast<int>(n);
+  }
   long long n = 0;
-  if (!parse_int(v, n) || n > 1'000'000'000) return -1;
-  return static_cast<int>(n);
+  for (char c : v) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n > 1'000'000'000 ? -1 : static_cast<int>(n);
+}
+
+}  // namespace
+
+void Record::to_origin(Origin& o) const {
+  o.rank = rank;
+  o.local_rank = local_rank;
+  o.pid = pid;
+  o.gpu = gpu;
+  o.node.assign(node.data(), node.size());
+  o.time_us = time_us;
+  o.clock = clock;
+  o.time_subsecond = time_subsecond;
+  o.level = level;
+}
+
+namespace {
+
+// Tries format i at the start of rest; when it matches, applies its captures to rec,
+// advances rest (or marks the non-consuming format used) and returns true.
+template <typename Impl, typename Match>
+inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Record& rec, Match& m,
+                       bool& applied_nonconsuming) {
+  const auto& h = impl.hot[i];
+  if (!h.consume && applied_nonconsuming) return false;
+  if (h.fast != detail::FastKind::kNone) {
+    if (!detail::match_fast(h.fast, rest, m)) return false;
+  } else if (!impl.match(*h.format, rest, m, false)) {
+    return false;
+  }
+  const auto& f = *h.format;
+  if (f.spec.consume && m.length == 0) {
+    m = Match{};
+    return false;
+  }
+  // A capture that did not take part, or took part empty, changes nothing. Each one is
+  // cleared once read, so m comes clean to the next match.
+  if (!m.rank.empty()) {
+    if (rec.rank < 0) rec.rank = to_int(m.rank);
+    m.rank = {};
+  }
+  if (!m.local_rank.empty()) {
+    if (rec.local_rank < 0) rec.local_rank = to_int(m.local_rank);
+    m.local_rank = {};
+  }
+  if (!m.pid.empty()) {
+    if (rec.pid < 0) rec.pid = to_int(m.pid);
+    m.pid = {};
+  }
+  if (!m.gpu.empty()) {
+    if (rec.gpu < 0) rec.gpu = to_int(m.gpu);
+    m.gpu = {};
+  }
+  if (!m.node.empty()) {
+    if (rec.node.empty()) rec.node = m.node;
+    m.node = {};
+  }
+  if (!m.level.empty()) {
+    if (!rec.level) rec.level = level_char(m.level);
+    m.level = {};
+  }
+  std::string_view time = m.time;
+  m.time = {};
+  if (!time.empty() && rec.time_us == kNoTime && f.time_format != TimeFormat::kNone) {
+    int64_t us;
+    Clock clock;
+    bool sub;
+    if (parse_time_as(time, f.time_format, us, clock, sub)) {
+      rec.time_us = us;
+      rec.clock = clock;
+      rec.time_subsecond = sub;
+      rec.time_text = time;
+    }
+  }
+  if (rec.prefix_id.empty()) rec.prefix_id = f.spec.id;
+  if (f.spec.consume) {
+    rest.remove_prefix(m.length);
+  } else {
+    applied_nonconsuming = true;
+  }
+  return true;
 }
 
 }  // namespace
 
 void PrefixParser::parse(std::string_view line, Record& rec) const {
-  rec = Record{};
+  // Field by field: cheaper than assigning a whole new Record on every line.
+  rec.rank = rec.local_rank = rec.pid = rec.gpu = -1;
+  rec.node = {};
+  rec.time_us = kNoTime;
+  rec.clock = Clock::kNone;
+  rec.time_subsecond = false;
+  rec.level = 0;
+  rec.message = rec.time_text = rec.prefix_id = {};
   rec.text = line;
   std::string_view rest = line;
-  std::vector<re2::StringPiece> groups(16);
+  const Impl& impl = *impl_;
+  // Kept clean between lines (every field read is cleared), so no 128-byte reset per line.
+  thread_local FormatMatch m;
   bool applied_nonconsuming = false;
   for (int round = 0; round < 12; ++round) {
     bool any = false;
-    for (const auto& f : impl_->formats) {
-      if (!f.spec.consume && applied_nonconsuming) continue;
-      int n = std::min(15, f.re->NumberOfCapturingGroups());
-      re2::StringPiece input(rest.data(), rest.size());
-      if (!f.re->Match(input, 0, rest.size(), RE2::ANCHOR_START, groups.data(), n + 1)) continue;
-      if (f.spec.consume && groups[0].empty()) continue;
-      for (const auto& [name, idx] : f.groups) {
-        if (idx > n || groups[static_cast<size_t>(idx)].data() == nullptr) continue;
-        std::string_view v(groups[static_cast<size_t>(idx)].data(), groups[static_cast<size_t>(idx)].size());
-        if (name == "rank") {
-          if (rec.rank < 0) rec.rank = to_int(v);
-        } else if (name == "local_rank") {
-          if (rec.local_rank < 0) rec.local_rank = to_int(v);
-        } else if (name == "pid") {
-          if (rec.pid < 0) rec.pid = to_int(v);
-        } else if (name == "gpu") {
-          if (rec.gpu < 0) rec.gpu = to_int(v);
-        } else if (name == "node") {
-          if (rec.node.empty()) rec.node = std::string(v);
-        } else if (name == "level") {
-          if (!rec.level) rec.level = level_char(v);
-        } else if (name == "time" && rec.time_us == kNoTime && !f.spec.time_format.empty()) {
-          int64_t us;
-          Clock clock;
-          bool sub;
-          if (parse_time(v, f.spec.time_format, us, clock, sub)) {
-            rec.time_us = us;
-            rec.clock = clock;
-            rec.time_subsecond = sub;
-            rec.time_text = v;
-          }
+    if (rest.size() < 2 || !impl.use_fast) {
+      // All formats in order (a text this short is rare; RegexOnly is the reference).
+      for (uint16_t i : impl.all_order) {
+        if (try_format(impl, i, rest, rec, m, applied_nonconsuming)) {
+          any = true;
+          break;
         }
       }
-      if (rec.prefix_id.empty()) rec.prefix_id = f.spec.id;
-      if (f.spec.consume) {
-        rest.remove_prefix(groups[0].size());
-      } else {
-        applied_nonconsuming = true;
+    } else {
+      // The formats in order, those that can start with these two bytes only.
+      const unsigned b1 = static_cast<unsigned char>(rest[1]);
+      for (const Impl::Candidate& c : impl.order[static_cast<unsigned char>(rest[0])]) {
+        if (((c.second[b1 >> 6] >> (b1 & 63)) & 1) == 0) continue;
+        if (try_format(impl, c.format, rest, rec, m, applied_nonconsuming)) {
+          any = true;
+          break;
+        }
       }
-      any = true;
-      break;
     }
     if (!any) break;
   }

@@ -83,6 +83,11 @@ class LineFramer {
 // sequences removed, only the text after the last carriage return kept (progress bars
 // redraw with \r), trailing \r dropped, NUL bytes dropped.
 void clean_line(std::string_view raw, std::string& out);
+// The same, without a copy for the common line that has nothing to clean (no ESC, CR or
+// NUL): returns `raw` itself, else the cleaned text in `buf`.
+std::string_view clean_line_view(std::string_view raw, std::string& buf);
+// True when clean_line would change the line (it holds an ESC, CR or NUL byte).
+bool needs_cleaning(std::string_view raw);
 
 // Who wrote a line and when, as far as the log says (-1 / empty / kNoTime when not).
 // Shared by Record (one line) and Event (what analysis sees).
@@ -98,21 +103,53 @@ struct Origin {
   char level = 0;            // 'D', 'I', 'W', 'E', 'F' or 0
 };
 
-struct Record : Origin {
-  std::string_view text;     // the cleaned line
-  std::string_view message;  // the text after the peeled prefixes
+// One line's parse. The same fields as Origin, but every text is a view (into the line,
+// the format table or the source's state), so parsing a line never allocates.
+struct Record {
+  int rank = -1;
+  int local_rank = -1;
+  int pid = -1;
+  int gpu = -1;
+  std::string_view node;
+  int64_t time_us = kNoTime;
+  Clock clock = Clock::kNone;
+  bool time_subsecond = false;
+  char level = 0;
+  std::string_view text;       // the cleaned line
+  std::string_view message;    // the text after the peeled prefixes
   std::string_view time_text;
-  std::string prefix_id;     // the first prefix format that matched (for stats)
+  std::string_view prefix_id;  // the first prefix format that matched (for stats)
+
+  // Copies the who/when fields into an Origin (an Event's), owning the node name.
+  void to_origin(Origin& o) const;
 };
 
+// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. The most
+// frequent ones also have a hand-written matcher (record/prefix_fast.cc), used only when
+// the format's id and regex are exactly the ones it was written for, and checked against
+// RE2 by record.test.cc on every sample and on random prefixes. A first-byte table (from
+// RE2's PossibleMatchRange) skips the formats that cannot start with the next byte.
 class PrefixParser {
  public:
-  static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats);
+  enum class Matchers : uint8_t { kFast, kRegexOnly };
+  static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats,
+                                                      Matchers matchers = Matchers::kFast);
   ~PrefixParser();
   // Fills rec from `line`; rec.text and rec.message point into `line`.
   void parse(std::string_view line, Record& rec) const;
   // The sample lines of every format that fail to parse as declared ("id: sample").
   std::vector<std::string> check_samples() const;
+
+  // One format tried at the start of a text, for tests and benchmarks.
+  struct FormatMatch {
+    bool matched = false;
+    size_t length = 0;  // bytes matched
+    std::string_view rank, local_rank, pid, gpu, node, level, time;  // empty when absent
+  };
+  size_t format_count() const;
+  const kb::PrefixFormat& format(size_t i) const;
+  bool has_fast_matcher(size_t i) const;
+  FormatMatch match_format(size_t i, std::string_view text, Matchers matchers) const;
 
  private:
   PrefixParser();
@@ -188,6 +225,9 @@ class LauncherSummaryTracker {
   bool feed(const Record& rec, uint64_t line);
   // The rank of the summary entry the last fed line belongs to, or -1.
   int current_rank() const { return cur_ ? cur_->rank : -1; }
+  // Inside a summary: every line matters. Outside, only a line whose trimmed message
+  // contains "ChildFailedError" and ends with ':' (the header) changes anything.
+  bool active() const { return active_; }
   std::vector<LauncherFailure> take();
 
  private:

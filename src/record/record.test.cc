@@ -1,6 +1,9 @@
 #include "record/record.h"
+#include "record/prefix_fast.h"
 
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace ff::record {
 namespace {
@@ -289,6 +292,172 @@ TEST(TracebackJoiner, BackToBackTracebacksOfDifferentProcessesAreSeparate) {
   EXPECT_EQ(tbs[1].first_line, 4u);
   ASSERT_EQ(tbs[1].exceptions.size(), 2u);
   EXPECT_EQ(tbs[1].exceptions.back().type, "KeyError");
+}
+
+}  // namespace
+}  // namespace ff::record
+
+// The hand-written prefix matchers against RE2, their reference (record/prefix_fast.cc).
+namespace ff::record {
+namespace {
+
+struct Span {
+  size_t at = 0, len = 0;
+  bool operator==(const Span& o) const { return at == o.at && len == o.len; }
+};
+Span span_in(std::string_view whole, std::string_view part) {
+  if (part.empty()) return {};
+  return {static_cast<size_t>(part.data() - whole.data()), part.size()};
+}
+
+// A readable difference between two matches of one format on one text, or "".
+std::string match_diff(std::string_view text, const PrefixParser::FormatMatch& a, const PrefixParser::FormatMatch& b) {
+  std::string d;
+  auto cmp = [&](const char* name, std::string_view x, std::string_view y) {
+    if (!(span_in(text, x) == span_in(text, y))) d += std::string(" ") + name + ": '" + std::string(x) + "' vs '" + std::string(y) + "'";
+  };
+  if (a.matched != b.matched) return a.matched ? " fast matches, RE2 does not" : " RE2 matches, fast does not";
+  if (!a.matched) return "";
+  if (a.length != b.length) d += " length " + std::to_string(a.length) + " vs " + std::to_string(b.length);
+  cmp("rank", a.rank, b.rank);
+  cmp("local_rank", a.local_rank, b.local_rank);
+  cmp("pid", a.pid, b.pid);
+  cmp("gpu", a.gpu, b.gpu);
+  cmp("node", a.node, b.node);
+  cmp("level", a.level, b.level);
+  cmp("time", a.time, b.time);
+  return d;
+}
+
+std::string record_diff(const Record& a, const Record& b) {
+  std::string d;
+  if (a.rank != b.rank) d += " rank";
+  if (a.local_rank != b.local_rank) d += " local_rank";
+  if (a.pid != b.pid) d += " pid";
+  if (a.gpu != b.gpu) d += " gpu";
+  if (a.node != b.node) d += " node";
+  if (a.time_us != b.time_us || a.clock != b.clock || a.time_subsecond != b.time_subsecond) d += " time";
+  if (a.time_text != b.time_text) d += " time_text";
+  if (a.level != b.level) d += " level";
+  if (a.message.data() != b.message.data() || a.message.size() != b.message.size()) d += " message";
+  if (a.prefix_id != b.prefix_id) d += " prefix_id";
+  return d;
+}
+
+class FastPrefixes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kb::LoadResult r = kb::load(kb::embedded_files());
+    formats_ = r.kb.prefixes;
+    auto f = PrefixParser::create(formats_, PrefixParser::Matchers::kFast);
+    auto re = PrefixParser::create(formats_, PrefixParser::Matchers::kRegexOnly);
+    ASSERT_TRUE(f.ok() && re.ok());
+    fast_ = std::move(f.value());
+    regex_ = std::move(re.value());
+  }
+  // Every format at the start of text, and the whole parse, both ways.
+  void check(std::string_view text) {
+    for (size_t i = 0; i < fast_->format_count(); ++i) {
+      auto a = fast_->match_format(i, text, PrefixParser::Matchers::kFast);
+      auto b = fast_->match_format(i, text, PrefixParser::Matchers::kRegexOnly);
+      std::string d = match_diff(text, a, b);
+      if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << fast_->format(i).id << " on '" << text << "':" << d;
+      // The two-byte filter never turns away a text the format matches.
+      auto kind = detail::fast_kind_for(fast_->format(i).id, fast_->format(i).regex);
+      if (b.matched && text.size() >= 2 && kind != detail::FastKind::kNone &&
+          !detail::may_start2(kind, static_cast<unsigned char>(text[0]), static_cast<unsigned char>(text[1])) &&
+          ++failures_ <= 20)
+        ADD_FAILURE() << fast_->format(i).id << " matches '" << text << "' but may_start2 says no";
+    }
+    Record a, b;
+    fast_->parse(text, a);
+    regex_->parse(text, b);
+    std::string d = record_diff(a, b);
+    if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << "parse of '" << text << "' differs:" << d;
+    ++checked_;
+  }
+  std::vector<kb::PrefixFormat> formats_;
+  std::unique_ptr<PrefixParser> fast_, regex_;
+  int failures_ = 0;
+  size_t checked_ = 0;
+};
+
+TEST_F(FastPrefixes, EveryEmbeddedFormatHasItsFastMatcher) {
+  // A format whose regex changed falls back to RE2 (still correct, slower): update its
+  // matcher in record/prefix_fast.cc, then this passes again.
+  for (size_t i = 0; i < fast_->format_count(); ++i)
+    EXPECT_TRUE(fast_->has_fast_matcher(i)) << fast_->format(i).id << " has no fast matcher";
+}
+
+TEST_F(FastPrefixes, SamplesAndTheirSuffixesMatchLikeRe2) {
+  for (const auto& f : formats_) {
+    for (const auto& s : f.samples) {
+      for (size_t k = 0; k <= s.size(); ++k) check(std::string_view(s).substr(k));
+      for (size_t k = 0; k <= s.size(); ++k) check(std::string_view(s).substr(0, k));
+    }
+  }
+  EXPECT_EQ(failures_, 0);
+}
+
+TEST_F(FastPrefixes, RandomPrefixesMatchLikeRe2) {
+  // Pieces the formats are made of, glued at random, plus mutated samples.
+  const std::vector<std::string> pieces = {
+      "[", "]", "(", ")", ":", ": ", " ", "  ", "     ", "|", " | ", ",", ".", "-", "/", "_", "<", ">", "=",
+      "0", "3", "12", "123456", "2026", "11", "30", "-11-30", "10:20:42", ",398", ".123456", "T", "Z", "+05:30",
+      "-0800", "+05", "rank", "Rank", "default", "trainer", "INFO", "WARNING", "WARN", "WARNINGS", "ERROR", "DEBUG",
+      "CRITICAL", "FATAL", "I", "W", "E", "F", "E1120", "1120", "stdout", "stderr", "stdou", "F ", "P ", "pid=",
+      ", ip=", "10.0.0.1", "::1", "LLMRayActor", "node-1", "worker-1", "a1.b", "a.1", "host", "Oct", " 4", "Nov",
+      "kernel", "[123]", "ProcessGroupNCCL.cpp:1234", "file.py", ":497", "NCCL", "x", "\t", "\xff", "\xc3\xa9",
+      "[rank3]:", "[default0]:", "2026-11-30 10:20:42,398 ", "INFO ", "[rank3] ", "3: ", "[1,2]<stdout>:",
+      "06-30 06:10:12", "02/10 22:55:41", "[74785.660366] ", "[01:17:10.938]: ", "kp-ddp-worker-0:3468:3905 [4] ",
+      "__main__", "torch.distributed", "d2.engine"};
+  std::mt19937 rng(12345);
+  std::vector<std::string> seeds;
+  for (const auto& f : formats_) seeds.insert(seeds.end(), f.samples.begin(), f.samples.end());
+  for (int iter = 0; iter < 60000; ++iter) {
+    std::string t;
+    if (iter % 3 == 0 && !seeds.empty()) {
+      t = seeds[rng() % seeds.size()];
+      int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits && !t.empty(); ++e) {
+        size_t at = rng() % t.size();
+        switch (rng() % 3) {
+          case 0: t[at] = pieces[rng() % pieces.size()][0]; break;
+          case 1: t.erase(at, 1 + rng() % 3); break;
+          default: t.insert(at, pieces[rng() % pieces.size()]); break;
+        }
+      }
+    } else {
+      int n = 1 + static_cast<int>(rng() % 10);
+      for (int k = 0; k < n; ++k) t += pieces[rng() % pieces.size()];
+    }
+    check(t);
+    if (failures_ > 20) break;
+  }
+  EXPECT_EQ(failures_, 0);
+  EXPECT_GT(checked_, 50000u);
+}
+
+TEST(CleanLine, ViewIsTheLineItselfWhenNothingIsToClean) {
+  std::string buf;
+  std::string_view plain = "[rank0]: step 3 | loss 0.5\ttab";
+  EXPECT_EQ(clean_line_view(plain, buf).data(), plain.data());
+  for (std::string raw : {std::string("a\x1b[31mred\x1b[0m b"), std::string("x\ry"), std::string("a\0b", 3),
+                          std::string("0123456789abcdef\r"), std::string("0123456789abcde\x1b[0m")}) {
+    std::string want;
+    clean_line(raw, want);
+    EXPECT_TRUE(needs_cleaning(raw));
+    EXPECT_EQ(clean_line_view(raw, buf), want);
+  }
+  // Every byte value at every position of a 20-byte line: needs_cleaning is exact.
+  for (int b = 0; b < 256; ++b) {
+    for (size_t at = 0; at < 20; ++at) {
+      std::string s(20, 'a');
+      s[at] = static_cast<char>(b);
+      bool want = b == 0x1b || b == '\r' || b == 0;
+      EXPECT_EQ(needs_cleaning(s), want) << b << " at " << at;
+    }
+  }
 }
 
 }  // namespace

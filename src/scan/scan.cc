@@ -1,10 +1,18 @@
 #include "scan/scan.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/strings.h"
 #include "io/io.h"
@@ -52,14 +60,40 @@ record::Origin Engine::origin_of_source(std::string_view name) const {
     source_names_->parse(tail, rec);
     if (rec.rank >= 0 && o.rank < 0) o.rank = rec.rank;
     if (rec.local_rank >= 0 && o.local_rank < 0) o.local_rank = rec.local_rank;
-    if (!rec.node.empty() && o.node.empty()) o.node = rec.node;
+    if (!rec.node.empty() && o.node.empty()) o.node = std::string(rec.node);
   }
   return o;
 }
 
+// ---------------------------------------------------------------------------------------
+// Threads
+//
+// A job is cut into chunks: runs of whole lines of one source (about chunk_bytes each),
+// framed by a reading thread that also decompresses. Each chunk then goes through two
+// phases:
+//
+//   A (any thread, in parallel): clean and parse every line, read progress lines into a
+//     SeriesBatch, run the matcher, build the events of the hits as far as the line alone
+//     tells, gather per-chunk facts (ranks seen, rank -> node, the last time per rank).
+//     Nothing here depends on the lines before the chunk.
+//   B (one thread at a time, chunks in order): everything that does. The traceback
+//     joiners, the launcher summary and the "X raised:" wrappers are state machines: B
+//     feeds them only the lines that can change them (the lines A marked: hits,
+//     "Traceback (most recent call last):", a summary header) and, while one of them is
+//     open, the lines of that stream. Then it applies the chunk's facts in their order,
+//     appends the SeriesBatch, and counts each pattern's events against its cap.
+//
+// B reaches, line by line, the state the one-line-at-a-time scan would have reached, so
+// the events, series and statistics are the same for any thread count and chunk size
+// (tests/e2e checks 1 vs 2 threads; the unit tests in metrics check SeriesBatch).
+// Where A cannot know enough (a hit with metric captures reads the series as it stands
+// at that line), B replays that chunk's progress lines one by one.
+
 namespace {
 
 constexpr size_t kMaxEventText = 2000;
+constexpr size_t kMaxRanksTracked = 1 << 20;
+constexpr size_t kMaxIdleJoiners = 4096;  // traceback joiners kept for ranks with none open
 
 // A cheap test before the progress-line tokenizer: progress lines name a step, an
 // iteration or a loss, or a rate.
@@ -67,7 +101,6 @@ bool might_be_progress(std::string_view m) {
   return m.find("loss") != std::string_view::npos || m.find("step") != std::string_view::npos ||
          m.find("iter") != std::string_view::npos || m.find("/s") != std::string_view::npos;
 }
-constexpr size_t kMaxRanksTracked = 1 << 20;
 
 std::string event_text(std::string_view s) {
   s = trim(s);
@@ -75,20 +108,385 @@ std::string event_text(std::string_view s) {
   return sanitize_utf8(s);
 }
 
-// Per-source state: framing, parsing, tracebacks per rank stream, launcher summary.
-class SourceScanner : public io::ByteSink {
- public:
-  SourceScanner(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt)
-      : engine_(engine), sink_(sink), job_(job), opt_(opt), scanner_(engine.db()) {}
+// LauncherSummaryTracker's header test (the needle has no blank, so it is in the trimmed
+// message when it is in the message).
+bool is_summary_header(std::string_view message) {
+  return message.find("ChildFailedError") != std::string_view::npos && ends_with(trim(message), ":");
+}
 
-  void begin(const io::SourceInfo& info) override {
+bool is_traceback_start(std::string_view message) {
+  return message.find("Traceback (most recent call last):") != std::string_view::npos;
+}
+
+void apply_name_origin(record::Record& rec, const record::Origin& o) {
+  if (rec.rank < 0) rec.rank = o.rank;
+  if (rec.local_rank < 0) rec.local_rank = o.local_rank;
+  if (rec.node.empty() && !o.node.empty()) rec.node = o.node;
+}
+
+struct TimeMark {
+  int64_t us = record::kNoTime;
+  record::Clock clock = record::Clock::kNone;
+};
+
+// A byte buffer that grows without zero-filling (io reads straight into it).
+class Bytes {
+ public:
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  size_t capacity() const { return cap_; }
+  void clear() { size_ = 0; }
+  void reserve(size_t n) {
+    if (n <= cap_) return;
+    size_t cap = std::max(n, cap_ * 2);
+    std::unique_ptr<char[]> d(new char[cap]);
+    if (size_ > 0) std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    cap_ = cap;
+  }
+  void append(std::string_view s) {
+    reserve(size_ + s.size());
+    if (!s.empty()) std::memcpy(data_.get() + size_, s.data(), s.size());
+    size_ += s.size();
+  }
+  void commit(size_t n) { size_ += n; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, cap_ = 0;
+};
+
+struct SourceCtx {
+  uint32_t index = 0;
+  io::SourceInfo info;
+  record::Origin name_origin;  // what the source's name says (kb/formats/sources.yaml)
+};
+
+struct LineRef {
+  uint64_t offset;  // in the source
+  uint32_t pos;     // in the chunk's bytes (or side bytes)
+  uint32_t len : 31;
+  uint32_t side : 1;  // the line spanned reads: its bytes were copied to the side buffer
+};
+
+// A fact about who runs where, applied in line order (first one wins, as emplace).
+struct Fact {
+  bool pid_fact;      // (node, pid) -> rank; else rank -> node
+  int rank;
+  int pid;
+  std::string node;
+  int32_t event = -1;  // the hit it comes from (dropped over the cap: the fact is too), or -1
+};
+
+// A hit's event, built in phase A as far as its line alone tells.
+struct HitEvent {
+  uint32_t line;          // index in the chunk
+  uint32_t pattern;       // database id
+  int time_rank;          // the line's stream, for a time taken from an earlier line
+  bool over_cap = false;  // already over the cap within this chunk: counted, not built
+  bool inherit_time = false;  // no time on the stream in this chunk before: B fills it in
+  bool metric_captures = false;  // has m_<metric> captures (B adds them to the series)
+  record::Event e;
+};
+
+struct ChunkResult {
+  // Per line: the stream (rank) and its own time, for B's walks and inherited times.
+  std::vector<int32_t> rank;
+  std::vector<int64_t> time_us;
+  std::vector<uint8_t> clock;
+  std::vector<uint32_t> marks;  // lines B must feed to its state machines, ascending
+  std::vector<HitEvent> hits;   // in line order
+  std::vector<Fact> facts;      // in line order
+  uint64_t lines_with_rank = 0;
+  uint64_t lines_with_time = 0;
+  std::vector<int> ranks_seen;  // distinct ranks, in first-seen order
+  std::vector<int> name_ranks;  // distinct ranks on lines that do not name their node
+  std::vector<std::pair<int, TimeMark>> last_time;  // per rank, its last time in the chunk
+  int64_t max_time = record::kNoTime;  // the latest wall-clock time (first one on a tie)
+  record::Clock max_clock = record::Clock::kNone;
+  bool metric_captures = false;
+  metrics::SeriesBatch series;
+
+  void clear() {
+    rank.clear();
+    time_us.clear();
+    clock.clear();
+    marks.clear();
+    hits.clear();
+    facts.clear();
+    lines_with_rank = lines_with_time = 0;
+    ranks_seen.clear();
+    name_ranks.clear();
+    last_time.clear();
+    max_time = record::kNoTime;
+    max_clock = record::Clock::kNone;
+    metric_captures = false;
+    series.clear();
+  }
+};
+
+struct Chunk {
+  enum class Kind : uint8_t { kBegin, kLines, kEnd };
+  Kind kind = Kind::kLines;
+  uint64_t seq = 0;
+  std::shared_ptr<const SourceCtx> src;
+  Bytes bytes;
+  Bytes side;
+  std::vector<LineRef> lines;
+  uint64_t first_line = 0;  // number of lines[0]
+  // kEnd
+  Status status;
+  uint64_t source_bytes = 0, total_lines = 0, cut_lines = 0;
+  ChunkResult res;
+
+  std::string_view line(size_t i) const {
+    const LineRef& l = lines[i];
+    return std::string_view((l.side ? side.data() : bytes.data()) + l.pos, l.len);
+  }
+  void reset(Kind k) {
+    kind = k;
+    src.reset();
+    bytes.clear();
+    side.clear();
+    lines.clear();
+    first_line = 0;
+    status = Status::Ok();
+    source_bytes = total_lines = cut_lines = 0;
+    res.clear();
+  }
+};
+
+// Ranks -> a small dense index, for per-line bookkeeping without a map lookup: ranks
+// -1..65535 through a direct table, others through a hash map. Cleared per chunk.
+class RankIndex {
+ public:
+  RankIndex() : direct_(kDirect + 1, -1) {}
+  // The slot of rank (created when new: `fresh` says so).
+  uint32_t slot(int rank, bool& fresh) {
+    fresh = false;
+    if (rank >= -1 && rank < kDirect) {
+      int32_t& d = direct_[static_cast<size_t>(rank + 1)];
+      if (d < 0) {
+        d = static_cast<int32_t>(ranks_.size());
+        ranks_.push_back(rank);
+        fresh = true;
+      }
+      return static_cast<uint32_t>(d);
+    }
+    auto [it, inserted] = other_.emplace(rank, static_cast<uint32_t>(ranks_.size()));
+    if (inserted) {
+      ranks_.push_back(rank);
+      fresh = true;
+    }
+    return it->second;
+  }
+  size_t size() const { return ranks_.size(); }
+  int rank(uint32_t slot) const { return ranks_[slot]; }
+  void clear() {
+    for (int r : ranks_) {
+      if (r >= -1 && r < kDirect) direct_[static_cast<size_t>(r + 1)] = -1;
+    }
+    ranks_.clear();
+    other_.clear();
+  }
+
+ private:
+  static constexpr int kDirect = 65536;
+  std::vector<int32_t> direct_;
+  std::vector<int> ranks_;
+  std::unordered_map<int, uint32_t> other_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Phase A: one per thread.
+
+class LineWorker {
+ public:
+  LineWorker(const Engine& engine, const ScanOptions& opt)
+      : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()) {}
+
+  void run(Chunk& c) {
+    if (c.kind != Chunk::Kind::kLines) return;
+    ChunkResult& r = c.res;
+    const SourceCtx& src = *c.src;
+    const size_t n = c.lines.size();
+    r.rank.resize(n);
+    r.time_us.resize(n);
+    r.clock.resize(n);
+    slots_.clear();
+    per_rank_.clear();
+    local_hits_.clear();
+    pid_facts_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t number = c.first_line + i;
+      std::string_view line = record::clean_line_view(c.line(i), clean_);
+      record::Record rec;
+      engine_.prefixes().parse(line, rec);
+      const bool line_states_node = !rec.node.empty();
+      apply_name_origin(rec, src.name_origin);
+      r.rank[i] = rec.rank;
+      r.time_us[i] = rec.time_us;
+      r.clock[i] = static_cast<uint8_t>(rec.clock);
+      bool fresh;
+      const uint32_t slot = slots_.slot(rec.rank, fresh);
+      if (fresh) per_rank_.push_back(PerRank{});
+      PerRank& pr = per_rank_[slot];
+      if (!line_states_node && rec.rank >= 0 && !pr.name_rank) {
+        pr.name_rank = true;
+        r.name_ranks.push_back(rec.rank);
+      }
+      if (rec.rank >= 0) {
+        ++r.lines_with_rank;
+        if (!pr.seen) {
+          pr.seen = true;
+          r.ranks_seen.push_back(rec.rank);
+        }
+      }
+      if (rec.rank >= 0 && line_states_node) {
+        if (!pr.node_fact) {
+          pr.node_fact = true;
+          r.facts.push_back(Fact{false, rec.rank, -1, std::string(rec.node)});
+        }
+        if (rec.pid >= 0 && pid_facts_.emplace(rec.node, rec.pid).second)
+          r.facts.push_back(Fact{true, rec.rank, rec.pid, std::string(rec.node)});
+      }
+      if (rec.time_us != record::kNoTime) {
+        ++r.lines_with_time;
+        pr.time = {rec.time_us, rec.clock};
+        if ((rec.clock == record::Clock::kWall || rec.clock == record::Clock::kWallNoYear) &&
+            (r.max_time == record::kNoTime || rec.time_us > r.max_time)) {
+          r.max_time = rec.time_us;
+          r.max_clock = rec.clock;
+        }
+      }
+      if (might_be_progress(rec.message) && progress_parser_.parse(rec.message, progress_))
+        r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i));
+      bool mark = is_summary_header(rec.message) || is_traceback_start(rec.message);
+      hits_.clear();
+      scanner_.scan(rec.message, hits_);
+      for (uint32_t id : hits_) {
+        mark = true;
+        add_hit(c, i, number, id, rec, pr);
+      }
+      if (mark) r.marks.push_back(static_cast<uint32_t>(i));
+    }
+    for (uint32_t s = 0; s < slots_.size(); ++s) {
+      if (per_rank_[s].time.us != record::kNoTime) r.last_time.emplace_back(slots_.rank(s), per_rank_[s].time);
+    }
+  }
+
+ private:
+  struct PerRank {
+    bool seen = false, name_rank = false, node_fact = false;
+    TimeMark time;  // the last time on this stream so far in the chunk
+  };
+  struct PidKeyHash {
+    size_t operator()(const std::pair<std::string_view, int>& k) const {
+      return std::hash<std::string_view>()(k.first) ^ (static_cast<size_t>(k.second) * 0x9e3779b97f4a7c15ull);
+    }
+  };
+
+  void add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const record::Record& rec, const PerRank& pr) {
+    ChunkResult& r = c.res;
+    HitEvent h;
+    h.line = static_cast<uint32_t>(i);
+    h.pattern = id;
+    h.time_rank = rec.rank;
+    // Over the cap within this chunk alone: over it in the source too; only counted.
+    if (++local_hits_[id] > opt_.max_events_per_pattern) {
+      h.over_cap = true;
+      r.hits.push_back(std::move(h));
+      return;
+    }
+    const auto& ref = engine_.ref(id);
+    const kb::Entry& entry = engine_.kb().entries[ref.entry];
+    const kb::Pattern& pat = entry.patterns[ref.pattern];
+    record::Event& e = h.e;
+    e.kind = record::EventKind::kPattern;
+    rec.to_origin(e);
+    e.source = c.src->index;
+    e.line = number;
+    e.offset = c.lines[i].offset;
+    if (rec.time_us != record::kNoTime) {
+      e.time_text = std::string(rec.time_text);
+    } else if (pr.time.us != record::kNoTime) {
+      // A line without its own time (a traceback line) inherits the last time seen on
+      // its stream, marked as not sub-second so that it never wins a close race.
+      e.time_us = pr.time.us;
+      e.clock = pr.time.clock;
+      e.time_subsecond = false;
+    } else {
+      h.inherit_time = true;
+    }
+    e.text = event_text(rec.message);
+    e.entry_id = entry.id;
+    e.pattern_id = pat.id;
+    e.role = pat.role;
+    e.priority = pat.priority;
+    std::pair<size_t, size_t> span{0, 0};
+    engine_.db().captures(id, rec.message, &e.captures, &span);
+    e.match_len = span.second - span.first;
+    // A pattern that captures `rank` / `node` (NCCL "comm ... rank 3", srun "task 3",
+    // "Rank 3") states who the line is about; the line's prefix still wins when it has one.
+    const int32_t event_index = static_cast<int32_t>(r.hits.size());
+    auto cr = e.captures.find("rank");
+    long long v = 0;
+    if (cr != e.captures.end() && parse_int(cr->second, v) && v < 100000000) {
+      if (e.rank < 0) e.rank = static_cast<int>(v);
+      if (!e.node.empty() && e.pid >= 0) r.facts.push_back(Fact{true, static_cast<int>(v), e.pid, e.node, event_index});
+      if (!e.node.empty()) r.facts.push_back(Fact{false, static_cast<int>(v), -1, e.node, event_index});
+    }
+    auto cn = e.captures.find("node");
+    if (cn != e.captures.end() && e.node.empty()) e.node = cn->second;
+    for (const auto& [name, value] : e.captures) {
+      if (name.size() >= 3 && name.compare(0, 2, "m_") == 0) h.metric_captures = true;
+    }
+    if (h.metric_captures) r.metric_captures = true;
+    r.hits.push_back(std::move(h));
+  }
+
+  const Engine& engine_;
+  const ScanOptions& opt_;
+  match::Scanner scanner_;
+  std::string clean_;
+  metrics::ProgressLine progress_;
+  metrics::ProgressParser progress_parser_;
+  std::vector<uint32_t> hits_;
+  RankIndex slots_;
+  std::vector<PerRank> per_rank_;
+  std::unordered_map<uint32_t, uint64_t> local_hits_;
+  std::unordered_set<std::pair<std::string_view, int>, PidKeyHash> pid_facts_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Phase B: one per job, fed the chunks in order.
+
+class Merger {
+ public:
+  Merger(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt)
+      : engine_(engine), sink_(sink), job_(job), opt_(opt) {}
+
+  void process(Chunk& c) {
+    switch (c.kind) {
+      case Chunk::Kind::kBegin: begin(c); break;
+      case Chunk::Kind::kLines: lines(c); break;
+      case Chunk::Kind::kEnd: end(c); break;
+    }
+  }
+
+ private:
+  SourceStats& stats() { return job_.sources[source_]; }
+
+  void begin(const Chunk& c) {
     source_ = static_cast<uint32_t>(job_.sources.size());
     job_.sources.push_back({});
-    stats().name = info.name;
-    stats().encoding = info.encoding;
-    stats().name_origin = engine_.origin_of_source(info.name);
-    framer_ = record::LineFramer(opt_.max_line);
+    stats().name = c.src->info.name;
+    stats().encoding = c.src->info.encoding;
+    stats().name_origin = c.src->name_origin;
     joiners_.clear();
+    active_joiners_.clear();
+    exception_meta_.clear();
     summary_ = record::LauncherSummaryTracker();
     pending_.clear();
     per_pattern_.clear();
@@ -96,131 +494,127 @@ class SourceScanner : public io::ByteSink {
     ranks_seen_.clear();
     name_ranks_.clear();
     wrapper_.clear();
+    seq_ = 0;
   }
 
-  void data(std::string_view chunk) override {
-    stats().bytes += chunk.size();
-    framer_.feed(chunk, [this](const record::RawLine& l) { on_line(l); });
+  bool busy() const { return summary_.active() || !active_joiners_.empty() || !wrapper_.empty(); }
+  bool stream_busy(int rank) const {
+    return summary_.active() || active_joiners_.count(rank) != 0 || wrapper_.count(rank) != 0;
   }
 
-  void end(const io::SourceInfo& info, const Status& status) override {
-    framer_.finish([this](const record::RawLine& l) { on_line(l); });
-    for (auto& [rank, joiner] : joiners_) {
-      if (auto tb = joiner.finish()) on_traceback(*tb, rank);
-    }
-    for (const auto& f : summary_.take()) {
-      record::Event e;
-      e.kind = record::EventKind::kLauncherFailure;
-      e.source = source_;
-      e.line = f.error_line ? f.error_line : f.line;
-      e.rank = f.rank;
-      e.local_rank = f.local_rank;
-      e.pid = f.pid;
-      e.node = f.host;
-      e.time_text = f.time_text;
-      int64_t us;
-      record::Clock clock;
-      bool sub;
-      if (record::parse_time(f.time_text, "torchrun", us, clock, sub)) {
-        e.time_us = us;
-        e.clock = clock;
-        e.time_subsecond = sub;
+  void lines(Chunk& c) {
+    ChunkResult& r = c.res;
+    const size_t n = c.lines.size();
+    metric_events_.clear();
+    dropped_.assign(r.hits.size(), false);
+    size_t mi = 0, hi = 0;
+    size_t i = 0;
+    while (i < n) {
+      if (!busy()) {
+        // Nothing open: only the marked lines can change anything.
+        while (mi < r.marks.size() && r.marks[mi] < i) ++mi;
+        if (mi == r.marks.size()) break;
+        i = r.marks[mi];
       }
-      e.text = event_text(f.error);
-      e.in_launcher_summary = true;
-      e.summary_rank = f.rank;
-      e.exitcode = f.exitcode;
-      e.summary_root_cause = f.root_cause;
-      pending_.push_back(std::move(e));
+      while (mi < r.marks.size() && r.marks[mi] < i) ++mi;
+      const bool marked = mi < r.marks.size() && r.marks[mi] == i;
+      if (marked || stream_busy(r.rank[i])) {
+        while (hi < r.hits.size() && r.hits[hi].line < i) ++hi;
+        size_t he = hi;
+        while (he < r.hits.size() && r.hits[he].line == i) ++he;
+        walk(c, i, hi, he);
+        hi = he;
+      }
+      ++i;
     }
-    std::stable_sort(pending_.begin(), pending_.end(),
-                     [](const record::Event& a, const record::Event& b) { return a.line < b.line; });
-    for (auto& e : pending_) {
-      e.seq = ++seq_;
-      sink_.event(e);
+    // Facts, in line order; those of dropped hits were never stated.
+    for (const Fact& f : r.facts) {
+      if (f.event >= 0 && dropped_[static_cast<size_t>(f.event)]) continue;
+      if (f.pid_fact) {
+        if (stats().pid_rank.size() < kMaxRanksTracked) stats().pid_rank.emplace(std::make_pair(f.node, f.pid), f.rank);
+      } else {
+        if (stats().rank_node.size() < kMaxRanksTracked) stats().rank_node.emplace(f.rank, f.node);
+      }
     }
-    stats().events += pending_.size();
-    pending_.clear();
-    stats().lines = framer_.lines();
-    stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
-    // Ranks whose lines only the file name places on a node: the name is the evidence.
-    if (!stats().name_origin.node.empty()) {
-      for (int r : name_ranks_) stats().rank_node.emplace(r, stats().name_origin.node);
+    stats().lines_with_rank += r.lines_with_rank;
+    stats().lines_with_time += r.lines_with_time;
+    for (int rank : r.ranks_seen) {
+      if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rank);
     }
-    stats().lines_cut = framer_.cut_lines();
-    if (!status.ok()) {
-      stats().ok = false;
-      stats().error = status.error().to_string();
+    for (int rank : r.name_ranks) name_ranks_.insert(rank);
+    for (const auto& [rank, t] : r.last_time) last_time_[rank] = t;
+    if (r.max_time != record::kNoTime && (job_.last_time_us == record::kNoTime || r.max_time > job_.last_time_us)) {
+      job_.last_time_us = r.max_time;
+      job_.last_time_clock = r.max_clock;
     }
-    job_.lines += stats().lines;
-    job_.bytes += stats().bytes;
-    if (framer_.cut_lines() > 0) {
-      job_.notes.push_back(info.name + ": " + std::to_string(framer_.cut_lines()) +
-                           " line(s) longer than " + std::to_string(opt_.max_line) +
-                           " bytes were examined up to that length");
-    }
-  }
-
- private:
-  SourceStats& stats() { return job_.sources[source_]; }
-
-  void fill_context(record::Event& e, const record::Record& rec, uint64_t line, uint64_t offset) {
-    static_cast<record::Origin&>(e) = rec;
-    e.source = source_;
-    e.line = line;
-    e.offset = offset;
-    if (rec.time_us != record::kNoTime) {
-      e.time_text = std::string(rec.time_text);
+    if (metric_events_.empty()) {
+      // The texts of the few points a series keeps: their lines' messages, parsed again.
+      record::Record rec;
+      job_.series.append(r.series, [&](uint32_t line) {
+        reparse(c, line, rec);
+        return rec.message;
+      });
     } else {
-      // A line without its own time (a traceback line) inherits the last time seen on
-      // its stream, marked as not sub-second so that it never wins a close race.
-      auto it = last_time_.find(rec.rank);
-      if (it != last_time_.end()) {
-        e.time_us = it->second.us;
-        e.clock = it->second.clock;
-        e.time_subsecond = false;
-      }
+      replay_series(c);
     }
-    e.text = event_text(rec.message);
   }
 
-  void on_line(const record::RawLine& raw) {
-    record::clean_line(raw.bytes, clean_);
+  // The series of a chunk with metric captures: its progress lines and the captured
+  // samples, one at a time in line order, as the one-line scan adds them.
+  void replay_series(Chunk& c) {
+    size_t k = 0;
+    for (size_t i = 0; i < c.lines.size(); ++i) {
+      record::Record rec;
+      reparse(c, i, rec);
+      if (might_be_progress(rec.message) &&
+          metrics::parse_progress_line(rec.message, engine_.metric_aliases(), progress_))
+        job_.series.add(rec.rank, progress_, source_, c.first_line + i, rec.time_us, rec.message);
+      for (; k < metric_events_.size() && metric_events_[k].first == i; ++k) add_captured_metrics(metric_events_[k].second);
+    }
+    c.res.series.clear();
+  }
+
+  void reparse(const Chunk& c, size_t i, record::Record& rec) {
+    std::string_view line = record::clean_line_view(c.line(i), clean_);
+    engine_.prefixes().parse(line, rec);
+    apply_name_origin(rec, c.src->name_origin);
+  }
+
+  // The last time on `rank`'s stream before line i of the chunk (or before the chunk).
+  TimeMark time_before(const Chunk& c, size_t i, int rank) const {
+    const ChunkResult& r = c.res;
+    for (size_t k = i; k-- > 0;) {
+      if (r.rank[k] == rank && r.time_us[k] != record::kNoTime) return {r.time_us[k], static_cast<record::Clock>(r.clock[k])};
+    }
+    auto it = last_time_.find(rank);
+    return it != last_time_.end() ? it->second : TimeMark{};
+  }
+
+  // One line, through the state machines and the cap, as the one-line scan does it.
+  void walk(Chunk& c, size_t i, size_t hit_begin, size_t hit_end) {
+    ChunkResult& r = c.res;
     record::Record rec;
-    engine_.prefixes().parse(clean_, rec);
-    bool line_states_node = !rec.node.empty();
-    apply_name_origin(rec);
-    if (!line_states_node && rec.rank >= 0) name_ranks_.insert(rec.rank);
-    if (rec.rank >= 0) {
-      ++stats().lines_with_rank;
-      if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rec.rank);
-    }
-    if (rec.rank >= 0 && line_states_node) {
-      if (stats().rank_node.size() < kMaxRanksTracked) stats().rank_node.emplace(rec.rank, rec.node);
-      if (rec.pid >= 0 && stats().pid_rank.size() < kMaxRanksTracked)
-        stats().pid_rank.emplace(std::make_pair(rec.node, rec.pid), rec.rank);
-    }
-    if (rec.time_us != record::kNoTime) {
-      ++stats().lines_with_time;
-      last_time_[rec.rank] = {rec.time_us, rec.clock};
-      if (rec.clock == record::Clock::kWall || rec.clock == record::Clock::kWallNoYear) {
-        if (job_.last_time_us == record::kNoTime || rec.time_us > job_.last_time_us) {
-          job_.last_time_us = rec.time_us;
-          job_.last_time_clock = rec.clock;
-        }
-      }
-    }
-    if (might_be_progress(rec.message) && metrics::parse_progress_line(rec.message, engine_.metric_aliases(), progress_))
-      job_.series.add(rec.rank, progress_, source_, raw.number, rec.time_us, rec.message);
-    bool in_summary = summary_.feed(rec, raw.number);
+    reparse(c, i, rec);
+    const uint64_t number = c.first_line + i;
+    const uint64_t offset = c.lines[i].offset;
+    bool in_summary = summary_.feed(rec, number);
     int summary_rank = in_summary ? summary_.current_rank() : -1;
 
     // Tracebacks are joined per rank stream, so interleaved ranks do not mix.
     auto& joiner = joiners_[rec.rank];
-    if (auto tb = joiner.feed(rec, raw.number)) on_traceback(*tb, rec.rank);
-    if (joiner.active() && !joiner.current().exceptions.empty() &&
-        joiner.current().exceptions.back().line == raw.number) {
-      exception_meta_[{rec.rank, raw.number}] = make_exception_event(rec, raw, in_summary, summary_rank);
+    if (auto tb = joiner.feed(rec, number)) on_traceback(*tb, rec.rank);
+    if (joiner.active()) {
+      active_joiners_.insert(rec.rank);
+    } else {
+      active_joiners_.erase(rec.rank);
+    }
+    if (joiner.active() && !joiner.current().exceptions.empty() && joiner.current().exceptions.back().line == number) {
+      record::Event e;
+      e.kind = record::EventKind::kException;
+      fill_context(e, rec, number, offset, c, i);
+      e.in_launcher_summary = in_summary;
+      e.summary_rank = summary_rank;
+      exception_meta_[{rec.rank, number}] = std::move(e);
     }
 
     // "X raised:" (torch._dynamo's BackendCompilerFailed and similar wrappers) puts the
@@ -229,62 +623,64 @@ class SourceScanner : public io::ByteSink {
     if (auto w = wrapper_.find(rec.rank); w != wrapper_.end()) {
       std::string type, msg;
       if (record::parse_exception_line(rec.message, type, msg)) {
-        for (size_t i = w->second.first; i < pending_.size(); ++i) {
-          if (pending_[i].line != w->second.line || pending_[i].rank != rec.rank) continue;
-          pending_[i].line = raw.number;
-          pending_[i].offset = raw.offset;
-          pending_[i].text = event_text(rec.message);
-          pending_[i].exc_type = type;
+        for (size_t k = w->second.first; k < pending_.size(); ++k) {
+          if (pending_[k].line != w->second.line || pending_[k].rank != rec.rank) continue;
+          pending_[k].line = number;
+          pending_[k].offset = offset;
+          pending_[k].text = event_text(rec.message);
+          pending_[k].exc_type = type;
         }
       }
       wrapper_.erase(w);  // only the line right after the wrapper (on its stream) counts
     }
     size_t first_new = pending_.size();
-    hits_.clear();
-    scanner_.scan(rec.message, hits_);
-    for (uint32_t id : hits_) {
-      const auto& ref = engine_.ref(id);
-      uint64_t& n = per_pattern_[id];
-      if (++n > opt_.max_events_per_pattern) {
+    for (size_t k = hit_begin; k < hit_end; ++k) {
+      HitEvent& h = r.hits[k];
+      uint64_t& count = per_pattern_[h.pattern];
+      if (++count > opt_.max_events_per_pattern) {
         ++stats().events_dropped;
+        dropped_[k] = true;
         continue;
       }
-      const kb::Entry& entry = engine_.kb().entries[ref.entry];
-      const kb::Pattern& pat = entry.patterns[ref.pattern];
-      record::Event e;
-      e.kind = record::EventKind::kPattern;
-      fill_context(e, rec, raw.number, raw.offset);
-      e.entry_id = entry.id;
-      e.pattern_id = pat.id;
-      e.role = pat.role;
-      e.priority = pat.priority;
-      std::pair<size_t, size_t> span{0, 0};
-      engine_.db().captures(id, rec.message, &e.captures, &span);
-      e.match_len = span.second - span.first;
-      apply_captured_identity(e);
-      add_captured_metrics(e);
+      record::Event e = std::move(h.e);
+      if (h.inherit_time) {
+        auto it = last_time_.find(h.time_rank);
+        if (it != last_time_.end()) {
+          e.time_us = it->second.us;
+          e.clock = it->second.clock;
+          e.time_subsecond = false;
+        }
+      }
       e.in_launcher_summary = in_summary;
       e.summary_rank = summary_rank;
       if (joiner.active()) e.traceback_first = joiner.current().first_line;
+      if (h.metric_captures) metric_events_.emplace_back(i, e);
       pending_.push_back(std::move(e));
     }
     if (pending_.size() > first_new && ends_with(trim(rec.message), "raised:"))
-      wrapper_[rec.rank] = {raw.number, first_new};
+      wrapper_[rec.rank] = {number, first_new};
+    // An idle joiner holds nothing; keeping one per rank would let a hostile log (a
+    // million distinct "[rankN]:" prefixes) grow memory without bound (issue 7).
+    if (!joiner.active() && joiners_.size() > kMaxIdleJoiners) joiners_.erase(rec.rank);
   }
 
-  // A pattern that captures `rank` / `node` (NCCL "comm ... rank 3", srun "task 3",
-  // "Rank 3") states who the line is about; the line's prefix still wins when it has one.
-  void apply_captured_identity(record::Event& e) {
-    auto rank = e.captures.find("rank");
-    long long n = 0;
-    if (rank != e.captures.end() && parse_int(rank->second, n) && n < 100000000) {
-      if (e.rank < 0) e.rank = static_cast<int>(n);
-      if (!e.node.empty() && e.pid >= 0 && stats().pid_rank.size() < kMaxRanksTracked)
-        stats().pid_rank.emplace(std::make_pair(e.node, e.pid), static_cast<int>(n));
-      if (!e.node.empty() && stats().rank_node.size() < kMaxRanksTracked) stats().rank_node.emplace(static_cast<int>(n), e.node);
+  void fill_context(record::Event& e, const record::Record& rec, uint64_t line, uint64_t offset, const Chunk& c,
+                    size_t i) {
+    rec.to_origin(e);
+    e.source = source_;
+    e.line = line;
+    e.offset = offset;
+    if (rec.time_us != record::kNoTime) {
+      e.time_text = std::string(rec.time_text);
+    } else {
+      TimeMark t = time_before(c, i, rec.rank);
+      if (t.us != record::kNoTime) {
+        e.time_us = t.us;
+        e.clock = t.clock;
+        e.time_subsecond = false;
+      }
     }
-    auto node = e.captures.find("node");
-    if (node != e.captures.end() && e.node.empty()) e.node = node->second;
+    e.text = event_text(rec.message);
   }
 
   // Captures named m_<metric> ("(?P<m_loss_scale>[0-9.]+)") are samples of that metric,
@@ -302,23 +698,6 @@ class SourceScanner : public io::ByteSink {
       else if (auto lp = job_.series.last_progress().find(e.rank); lp != job_.series.last_progress().end()) step = lp->second.step;
       job_.series.add_sample(e.rank, id, step, v, source_, e.line, e.time_us, e.text);
     }
-  }
-
-  void apply_name_origin(record::Record& rec) {
-    const record::Origin& o = stats().name_origin;
-    if (rec.rank < 0) rec.rank = o.rank;
-    if (rec.local_rank < 0) rec.local_rank = o.local_rank;
-    if (rec.node.empty() && !o.node.empty()) rec.node = o.node;
-  }
-
-  record::Event make_exception_event(const record::Record& rec, const record::RawLine& raw, bool in_summary,
-                                     int summary_rank) {
-    record::Event e;
-    e.kind = record::EventKind::kException;
-    fill_context(e, rec, raw.number, raw.offset);
-    e.in_launcher_summary = in_summary;
-    e.summary_rank = summary_rank;
-    return e;
   }
 
   void on_traceback(const record::Traceback& tb, int rank) {
@@ -357,28 +736,76 @@ class SourceScanner : public io::ByteSink {
     pending_.push_back(std::move(e));
   }
 
-  struct TimeMark {
-    int64_t us;
-    record::Clock clock;
-  };
+  void end(const Chunk& c) {
+    for (auto& [rank, joiner] : joiners_) {
+      if (auto tb = joiner.finish()) on_traceback(*tb, rank);
+    }
+    for (const auto& f : summary_.take()) {
+      record::Event e;
+      e.kind = record::EventKind::kLauncherFailure;
+      e.source = source_;
+      e.line = f.error_line ? f.error_line : f.line;
+      e.rank = f.rank;
+      e.local_rank = f.local_rank;
+      e.pid = f.pid;
+      e.node = f.host;
+      e.time_text = f.time_text;
+      int64_t us;
+      record::Clock clock;
+      bool sub;
+      if (record::parse_time(f.time_text, "torchrun", us, clock, sub)) {
+        e.time_us = us;
+        e.clock = clock;
+        e.time_subsecond = sub;
+      }
+      e.text = event_text(f.error);
+      e.in_launcher_summary = true;
+      e.summary_rank = f.rank;
+      e.exitcode = f.exitcode;
+      e.summary_root_cause = f.root_cause;
+      pending_.push_back(std::move(e));
+    }
+    std::stable_sort(pending_.begin(), pending_.end(),
+                     [](const record::Event& a, const record::Event& b) { return a.line < b.line; });
+    for (auto& e : pending_) {
+      e.seq = ++seq_;
+      sink_.event(e);
+    }
+    stats().events += pending_.size();
+    pending_.clear();
+    stats().bytes = c.source_bytes;
+    stats().lines = c.total_lines;
+    stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
+    // Ranks whose lines only the file name places on a node: the name is the evidence.
+    if (!stats().name_origin.node.empty()) {
+      for (int r : name_ranks_) stats().rank_node.emplace(r, stats().name_origin.node);
+    }
+    stats().lines_cut = c.cut_lines;
+    if (!c.status.ok()) {
+      stats().ok = false;
+      stats().error = c.status.error().to_string();
+    }
+    job_.lines += stats().lines;
+    job_.bytes += stats().bytes;
+    if (c.cut_lines > 0) {
+      job_.notes.push_back(c.src->info.name + ": " + std::to_string(c.cut_lines) + " line(s) longer than " +
+                           std::to_string(opt_.max_line) + " bytes were examined up to that length");
+    }
+  }
 
   const Engine& engine_;
   EventSink& sink_;
   JobStats& job_;
   const ScanOptions& opt_;
-  match::Scanner scanner_;
   uint32_t source_ = 0;
   uint64_t seq_ = 0;
-  record::LineFramer framer_;
   std::map<int, record::TracebackJoiner> joiners_;
+  std::set<int> active_joiners_;
   std::map<std::pair<int, uint64_t>, record::Event> exception_meta_;
   record::LauncherSummaryTracker summary_;
   std::vector<record::Event> pending_;
   std::unordered_map<uint32_t, uint64_t> per_pattern_;
   std::unordered_map<int, TimeMark> last_time_;
-  std::vector<uint32_t> hits_;
-  std::string clean_;
-  metrics::ProgressLine progress_;
   std::set<int> ranks_seen_;
   std::set<int> name_ranks_;  // ranks seen on lines that do not name their node
   struct Wrapper {
@@ -386,37 +813,294 @@ class SourceScanner : public io::ByteSink {
     size_t first;    // its first event in pending_
   };
   std::unordered_map<int, Wrapper> wrapper_;
+  std::vector<std::pair<size_t, record::Event>> metric_events_;  // (line in chunk, event) of this chunk
+  std::vector<bool> dropped_;  // per hit of the chunk: over the cap
+  std::string clean_;
+  metrics::ProgressLine progress_;
 };
+
+// ---------------------------------------------------------------------------------------
+// Reading: io's bytes -> chunks of whole lines.
+
+class Chunker : public io::ByteSink {
+ public:
+  // `emit` takes each finished chunk (in order); `recycle` gives a chunk to fill.
+  Chunker(const Engine& engine, const ScanOptions& opt, std::function<void(std::unique_ptr<Chunk>)> emit,
+          std::function<std::unique_ptr<Chunk>()> fresh)
+      : engine_(engine), opt_(opt), emit_(std::move(emit)), fresh_(std::move(fresh)) {}
+
+  void begin(const io::SourceInfo& info) override {
+    auto src = std::make_shared<SourceCtx>();
+    src->index = next_source_++;
+    src->info = info;
+    src->name_origin = engine_.origin_of_source(info.name);
+    src_ = src;
+    framer_ = record::LineFramer(opt_.max_line);
+    source_bytes_ = 0;
+    send(take(Chunk::Kind::kBegin));
+    cur_ = take(Chunk::Kind::kLines);
+  }
+
+  char* data_buffer(size_t size) override {
+    if (opt_.chunk_bytes < kZeroCopyMin) return nullptr;  // small chunks: copy (tests)
+    if (cur_->bytes.size() >= opt_.chunk_bytes || cur_->bytes.capacity() - cur_->bytes.size() < size) flush();
+    cur_->bytes.reserve(cur_->bytes.size() + std::max(size, opt_.chunk_bytes + size));
+    return cur_->bytes.data() + cur_->bytes.size();
+  }
+
+  void data(std::string_view piece) override {
+    source_bytes_ += piece.size();
+    total_bytes_ += piece.size();
+    size_t base;
+    if (piece.data() == cur_->bytes.data() + cur_->bytes.size()) {
+      base = cur_->bytes.size();  // io read straight into the chunk
+      cur_->bytes.commit(piece.size());
+    } else {
+      base = cur_->bytes.size();
+      cur_->bytes.append(piece);
+    }
+    const char* p0 = piece.data();
+    const char* p1 = p0 + piece.size();
+    Chunk* c = cur_.get();
+    framer_.feed(piece, [&](const record::RawLine& l) {
+      LineRef ref;
+      ref.offset = l.offset;
+      ref.len = static_cast<uint32_t>(l.bytes.size());
+      if (l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p1 && !l.bytes.empty()) {
+        ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
+        ref.side = 0;
+      } else {
+        ref.pos = static_cast<uint32_t>(c->side.size());
+        ref.side = 1;
+        c->side.append(l.bytes);
+      }
+      if (c->lines.empty()) c->first_line = l.number;
+      c->lines.push_back(ref);
+    });
+    if (opt_.progress) opt_.progress(total_bytes_);
+    // Without zero-copy reads, chunks are cut here (data_buffer cuts them otherwise).
+    if (opt_.chunk_bytes < kZeroCopyMin && cur_->bytes.size() >= opt_.chunk_bytes) flush();
+  }
+
+  void end(const io::SourceInfo&, const Status& status) override {
+    Chunk* c = cur_.get();
+    framer_.finish([&](const record::RawLine& l) {
+      LineRef ref;
+      ref.offset = l.offset;
+      ref.len = static_cast<uint32_t>(l.bytes.size());
+      ref.pos = static_cast<uint32_t>(c->side.size());
+      ref.side = 1;
+      c->side.append(l.bytes);
+      if (c->lines.empty()) c->first_line = l.number;
+      c->lines.push_back(ref);
+    });
+    flush();
+    cur_.reset();
+    auto e = take(Chunk::Kind::kEnd);
+    e->status = status;
+    e->source_bytes = source_bytes_;
+    e->total_lines = framer_.lines();
+    e->cut_lines = framer_.cut_lines();
+    send(std::move(e));
+    src_.reset();
+  }
+
+ private:
+  static constexpr size_t kZeroCopyMin = 64 << 10;
+
+  std::unique_ptr<Chunk> take(Chunk::Kind kind) {
+    auto c = fresh_();
+    c->reset(kind);
+    c->src = src_;
+    return c;
+  }
+  // Chunks are numbered as they are sent: phase B takes them in this order.
+  void send(std::unique_ptr<Chunk> c) {
+    c->seq = next_seq_++;
+    emit_(std::move(c));
+  }
+
+  // Sends the current chunk when it has lines, and starts the next.
+  void flush() {
+    if (cur_->lines.empty()) {
+      cur_->bytes.clear();  // bytes of a line still pending in the framer: it keeps its copy
+      cur_->side.clear();
+      return;
+    }
+    send(std::move(cur_));
+    cur_ = take(Chunk::Kind::kLines);
+  }
+
+  const Engine& engine_;
+  const ScanOptions& opt_;
+  std::function<void(std::unique_ptr<Chunk>)> emit_;
+  std::function<std::unique_ptr<Chunk>()> fresh_;
+  std::shared_ptr<const SourceCtx> src_;
+  std::unique_ptr<Chunk> cur_;
+  record::LineFramer framer_;
+  uint32_t next_source_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t source_bytes_ = 0, total_bytes_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// The two ways to run: inline (one thread) and the pipeline.
+
+class Inline {
+ public:
+  Inline(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt)
+      : worker_(engine, opt), merger_(engine, sink, job, opt) {}
+  void emit(std::unique_ptr<Chunk> c) {
+    worker_.run(*c);
+    merger_.process(*c);
+    spare_ = std::move(c);
+  }
+  std::unique_ptr<Chunk> fresh() {
+    if (spare_) return std::move(spare_);
+    return std::make_unique<Chunk>();
+  }
+
+ private:
+  LineWorker worker_;
+  Merger merger_;
+  std::unique_ptr<Chunk> spare_;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt, unsigned threads)
+      : engine_(engine), opt_(opt), merger_(engine, sink, job, opt), max_in_flight_(2 * threads + 2) {}
+
+  // Reader side: blocks while too many chunks are in flight (memory stays bounded).
+  void submit(std::unique_ptr<Chunk> c) {
+    std::unique_lock<std::mutex> lk(mu_);
+    space_.wait(lk, [&] { return in_flight_ < max_in_flight_; });
+    ++in_flight_;
+    queue_.push_back(std::move(c));
+    work_.notify_one();
+  }
+  std::unique_ptr<Chunk> fresh() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (spares_.empty()) return std::make_unique<Chunk>();
+    auto c = std::move(spares_.back());
+    spares_.pop_back();
+    return c;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+    work_.notify_all();
+  }
+
+  // A scanning thread: phase A on whatever chunk comes next, then phase B on every chunk
+  // whose turn it is (one thread at a time).
+  void work() {
+    LineWorker worker(engine_, opt_);
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      work_.wait(lk, [&] { return !queue_.empty() || closed_; });
+      if (queue_.empty()) return;
+      std::unique_ptr<Chunk> c = std::move(queue_.front());
+      queue_.pop_front();
+      lk.unlock();
+      worker.run(*c);
+      lk.lock();
+      uint64_t seq = c->seq;
+      done_.emplace(seq, std::move(c));
+      if (merging_) continue;
+      merging_ = true;
+      for (auto it = done_.find(next_merge_); it != done_.end(); it = done_.find(next_merge_)) {
+        std::unique_ptr<Chunk> m = std::move(it->second);
+        done_.erase(it);
+        ++next_merge_;
+        lk.unlock();
+        merger_.process(*m);
+        lk.lock();
+        spares_.push_back(std::move(m));
+        --in_flight_;
+        space_.notify_one();
+      }
+      merging_ = false;
+    }
+  }
+
+ private:
+  const Engine& engine_;
+  const ScanOptions& opt_;
+  Merger merger_;
+  const size_t max_in_flight_;
+  std::mutex mu_;
+  std::condition_variable work_, space_;
+  std::deque<std::unique_ptr<Chunk>> queue_;
+  std::map<uint64_t, std::unique_ptr<Chunk>> done_;
+  std::vector<std::unique_ptr<Chunk>> spares_;
+  uint64_t next_merge_ = 0;
+  size_t in_flight_ = 0;
+  bool merging_ = false;
+  bool closed_ = false;
+};
+
+// Threads for a job: as asked; by default one per core, but one for a small job (a
+// pasted snippet: starting threads would cost more than they save).
+unsigned threads_for(const std::vector<std::string>& inputs, const ScanOptions& options) {
+  if (options.threads != 0) return options.threads;
+  unsigned t = std::max(1u, std::thread::hardware_concurrency());
+  if (t <= 1) return 1;
+  uint64_t total = 0;
+  for (const auto& in : inputs) {
+    struct stat st {};
+    if (in == "-" || ::stat(in.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return t;  // unknown size
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  return total < (4u << 20) ? 1 : t;
+}
 
 }  // namespace
 
 JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
                   const ScanOptions& options) {
   JobStats job;
-  SourceScanner scanner(engine, sink, job, options);
-  io::InputReport rep = io::read_inputs(inputs, scanner, options.read);
+  io::ReadOptions ro = options.read;
+  if (options.chunk_bytes < ro.chunk_size) ro.chunk_size = std::max<size_t>(options.chunk_bytes, 1);
+  io::InputReport rep;
+  const unsigned threads = threads_for(inputs, options);
+  if (threads <= 1) {
+    Inline run(engine, sink, job, options);
+    Chunker chunker(
+        engine, options, [&](std::unique_ptr<Chunk> c) { run.emit(std::move(c)); }, [&] { return run.fresh(); });
+    rep = io::read_inputs(inputs, chunker, ro);
+  } else {
+    Pipeline pipe(engine, sink, job, options, threads);
+    std::thread reader([&] {
+      Chunker chunker(
+          engine, options, [&](std::unique_ptr<Chunk> c) { pipe.submit(std::move(c)); }, [&] { return pipe.fresh(); });
+      rep = io::read_inputs(inputs, chunker, ro);
+      pipe.close();
+    });
+    std::vector<std::thread> workers;
+    for (unsigned i = 1; i < threads; ++i) workers.emplace_back([&] { pipe.work(); });
+    pipe.work();
+    for (auto& w : workers) w.join();
+    reader.join();
+  }
   for (auto& e : rep.errors) job.errors.push_back(std::move(e));
   for (auto& n : rep.notes) job.notes.push_back(std::move(n));
   return job;
 }
 
-namespace {
-class TextSource {
- public:
-  static void run(io::ByteSink& sink, std::string_view name, std::string_view text) {
-    io::SourceInfo info{std::string(name), text.size(), "plain"};
-    sink.begin(info);
-    sink.data(text);
-    sink.end(info, Status::Ok());
-  }
-};
-}  // namespace
-
 JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
                    const ScanOptions& options) {
   JobStats job;
-  SourceScanner scanner(engine, sink, job, options);
-  TextSource::run(scanner, name, text);
+  Inline run(engine, sink, job, options);
+  Chunker chunker(
+      engine, options, [&](std::unique_ptr<Chunk> c) { run.emit(std::move(c)); }, [&] { return run.fresh(); });
+  io::SourceInfo info{std::string(name), text.size(), "plain"};
+  chunker.begin(info);
+  // Pieces of at most chunk_bytes, copied into chunks (the text is not io's to read).
+  for (size_t off = 0; off < text.size(); off += options.chunk_bytes) {
+    chunker.data(text.substr(off, std::max<size_t>(options.chunk_bytes, 1)));
+  }
+  chunker.end(info, Status::Ok());
   return job;
 }
 

@@ -11,12 +11,15 @@
 //   scan::CollectSink sink;
 //   scan::JobStats stats = scan::scan_job(*engine.value(), {"job.log"}, sink, {});
 //
-// Thread-safety: an Engine is immutable and may be shared; scan_job() is reentrant.
+// Thread-safety: an Engine is immutable and may be shared; scan_job() is reentrant. It
+// runs ScanOptions::threads scanning threads plus a reading thread; the EventSink is
+// called from one thread at a time, in (source, line) order, whatever the thread count.
 // Failure behaviour: input problems are recorded in JobStats::errors and the rest of the
 // job is still scanned; content never aborts a scan.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -106,6 +109,15 @@ struct ScanOptions {
   size_t max_line = 1 << 20;              // bytes of one line that are examined
   uint64_t max_events_per_pattern = 2000; // per source; further hits are counted only
   io::ReadOptions read;                   // scan_job's input limits (expansion, archive members)
+  // Scanning threads; 0: one per core. One more thread reads (and decompresses). The
+  // result is the same for every value: see "Threads" in scan.cc.
+  unsigned threads = 0;
+  // Bytes of lines per chunk, the unit of parallel work. Small values (tests) cross chunk
+  // boundaries often; below 64 KiB the bytes are copied into chunks instead of read there.
+  size_t chunk_bytes = 1 << 20;
+  // Called from the reading thread as bytes arrive: the decompressed bytes read so far
+  // over all sources (for a progress bar). Optional.
+  std::function<void(uint64_t bytes)> progress;
 };
 
 struct JobStats {
