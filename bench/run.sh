@@ -72,10 +72,12 @@ for size in $sizes; do
   echo "== $size 64-rank log: $log ($bytes bytes)"
   declare -A T M
   run() {  # name, command...
-    local name=$1; shift
-    read -r T[$name] M[$name] < <(best "$@")
-    python3 -c "b=$bytes; t=${T[$name]}; m=${M[$name]}; print(f'  {\"$name\":<34} {t:7.3f} s  {b/t/1e9:6.2f} GB/s  {m/1024:7.1f} MiB')"
-    echo "$size,$name,${T[$name]},$(python3 -c "print(f'{$bytes/${T[$name]}/1e9:.3f}')"),$(python3 -c "print(f'{${M[$name]}/1024:.1f}')")" >> "$csv"
+    local name=$1 t m; shift
+    read -r t m < <(best "$@")
+    T["$name"]=$t
+    M["$name"]=$m
+    python3 -c "b=$bytes; t=$t; m=$m; print(f'  {\"$name\":<34} {t:7.3f} s  {b/t/1e9:6.2f} GB/s  {m/1024:7.1f} MiB')"
+    echo "$size,$name,$t,$(python3 -c "print(f'{$bytes/$t/1e9:.3f}')"),$(python3 -c "print(f'{$m/1024:.1f}')")" >> "$csv"
   }
   run "wc -l" wc -l "$log"
   run "rg -c -F -f literals" rg -c -F -f "$root/bench/literals.txt" "$log"
