@@ -44,12 +44,28 @@ inline std::string quote(const std::string& s) {
 // A file of tests/data (real logs), shell-quoted.
 inline std::string data(const std::string& name) { return quote(std::string(FF_SOURCE_DIR) + "/tests/data/" + name); }
 
-// Runs `firstfault ARGS` (ARGS already quoted) with its caches in `work/cache`, stdin from
+// One KB/pattern-database cache per test binary, removed when it ends: building the cache
+// is most of a run's start-up (seconds under ASan, `make test-asan`), and no test that uses
+// this harness is about the cache.
+inline const fs::path& shared_cache_dir() {
+  static const fs::path dir = fs::temp_directory_path() / ("ff-test-cache-" + std::to_string(::getpid()));
+  return dir;
+}
+class SharedCacheCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(shared_cache_dir(), ec);
+  }
+};
+inline ::testing::Environment* const kSharedCacheCleanup = ::testing::AddGlobalTestEnvironment(new SharedCacheCleanup);
+
+// Runs `firstfault ARGS` (ARGS already quoted) with the shared cache, stdin from
 // `stdin_file` or /dev/null, NO_COLOR set; stdout and stderr are captured apart.
 inline Outcome run_firstfault(const std::string& args, const fs::path& work, const std::string& stdin_file = "") {
   fs::create_directories(work);
   std::string out = (work / "stdout").string(), err = (work / "stderr").string();
-  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote((work / "cache").string()) + " NO_COLOR=1 " + FF_BINARY + " " + args +
+  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 " + FF_BINARY + " " + args +
                     (stdin_file.empty() ? " </dev/null" : " <" + quote(stdin_file)) + " >" + quote(out) + " 2>" + quote(err);
   int status = std::system(cmd.c_str());
   Outcome r;

@@ -76,7 +76,8 @@ uint64_t input_size(const std::vector<std::string>& inputs, bool& known) {
 
 class ProgressBar {
  public:
-  ProgressBar(uint64_t total, bool known) : total_(total), known_(known), start_(std::chrono::steady_clock::now()) {}
+  ProgressBar(uint64_t total, bool known)
+      : total_(total), known_(known), start_(std::chrono::steady_clock::now()), last_(start_) {}
   ~ProgressBar() {
     if (drawn_) std::fputs("\r\x1b[K", stderr);
   }
@@ -105,7 +106,7 @@ class ProgressBar {
   uint64_t total_;
   bool known_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_, last_{};
+  std::chrono::steady_clock::time_point start_, last_;  // the first draw comes after 100 ms
 };
 
 }  // namespace

@@ -21,7 +21,7 @@
 namespace ff::match {
 
 namespace {
-constexpr const char* kEngineVersion = "ffmatch-1";
+constexpr const char* kEngineVersion = "ffmatch-2";
 }
 
 std::string to_vectorscan_syntax(std::string_view rx) {
@@ -46,6 +46,14 @@ std::string to_vectorscan_syntax(std::string_view rx) {
   return out;
 }
 
+#ifdef FF_HAVE_VECTORSCAN
+namespace {
+hs_database_t* load_cached_joined_db(const CompileOptions& opt);
+void store_cached_joined_db(const CompileOptions& opt, hs_database_t* db);
+hs_database_t* compile_joined_db(const std::vector<PatternSpec>& specs);
+}  // namespace
+#endif
+
 struct Database::Impl {
   // RE2 objects for captures, built on first use (most patterns never hit).
   mutable std::vector<std::unique_ptr<RE2>> re2s;
@@ -55,8 +63,27 @@ struct Database::Impl {
   std::vector<uint32_t> set_index_to_id;
 #ifdef FF_HAVE_VECTORSCAN
   hs_database_t* hs = nullptr;
+  // The same patterns for many lines at once (HS_FLAG_MULTILINE, every match reported):
+  // see Scanner::candidate_lines. Loaded (or compiled) on first use, so a short input
+  // never pays for it; null when some pattern is not in `hs`.
+  bool joined_possible = false;
+  CompileOptions joined_cache;
+  mutable std::once_flag joined_once;
+  mutable hs_database_t* joined = nullptr;
+  hs_database_t* joined_db(const std::vector<PatternSpec>& specs) const {
+    if (!joined_possible) return nullptr;
+    std::call_once(joined_once, [&] {
+      joined = load_cached_joined_db(joined_cache);
+      if (!joined) {
+        joined = compile_joined_db(specs);
+        if (joined) store_cached_joined_db(joined_cache, joined);
+      }
+    });
+    return joined;
+  }
   ~Impl() {
     if (hs) hs_free_database(hs);
+    if (joined) hs_free_database(joined);
   }
 #endif
   size_t index_of(uint32_t id) const {
@@ -141,6 +168,79 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
   prune_cache(opt.cache_dir, "patterns-", 8);
 }
 
+// The joined-lines database: its own cache file next to the main one, "FFHJ" + the
+// serialized database.
+hs_database_t* load_cached_joined_db(const CompileOptions& opt) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
+  std::ifstream in(cache_path(opt) + ".joined", std::ios::binary);
+  if (!in) return nullptr;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  if (bytes.size() < 4 || bytes.compare(0, 4, "FFHJ") != 0) return nullptr;
+  hs_database_t* db = nullptr;
+  if (hs_deserialize_database(bytes.data() + 4, bytes.size() - 4, &db) != HS_SUCCESS) return nullptr;
+  return db;
+}
+
+void store_cached_joined_db(const CompileOptions& opt, hs_database_t* db) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return;
+  char* bytes = nullptr;
+  size_t len = 0;
+  if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(opt.cache_dir, ec);
+  std::string final_path = cache_path(opt) + ".joined";
+  std::string tmp = final_path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (out) {
+      out.write("FFHJ", 4);
+      out.write(bytes, static_cast<std::streamsize>(len));
+    }
+    if (!out) {
+      std::free(bytes);
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::free(bytes);
+  std::filesystem::rename(tmp, final_path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+hs_database_t* compile_joined_db(const std::vector<PatternSpec>& specs) {
+  std::vector<std::string> exprs;
+  std::vector<const char*> ptrs;
+  std::vector<unsigned> flags, ids;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    exprs.push_back(to_vectorscan_syntax(specs[i].regex));
+    flags.push_back(HS_FLAG_MULTILINE);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  for (const auto& e : exprs) ptrs.push_back(e.c_str());
+  hs_database_t* db = nullptr;
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                       nullptr, &db, &err) != HS_SUCCESS) {
+    hs_free_compile_error(err);
+    return nullptr;
+  }
+  return db;
+}
+
+// Whether a joined text of lines can stand in for each line alone: the pattern must not
+// anchor to the very start or end of the text (\A, \z, \Z); ^ and $ match at every line
+// under HS_FLAG_MULTILINE.
+bool joinable(std::string_view rx) {
+  for (size_t i = 0; i + 1 < rx.size(); ++i) {
+    if (rx[i] != '\\') continue;
+    if (rx[i + 1] == 'A' || rx[i + 1] == 'z' || rx[i + 1] == 'Z') return false;
+    ++i;
+  }
+  return true;
+}
+
 // Compiles the patterns; patterns Vectorscan rejects are returned in `rejected`.
 hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<bool>& in_hs,
                           std::vector<Rejected>& rejected) {
@@ -216,6 +316,11 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
         store_cached(keyed, impl.hs, in_hs);
       }
     }
+    bool all_joinable = impl.hs != nullptr;
+    for (size_t i = 0; i < db->specs_.size() && all_joinable; ++i)
+      all_joinable = in_hs[i] && joinable(db->specs_[i].regex);
+    impl.joined_possible = all_joinable;
+    impl.joined_cache = keyed;
   }
 #endif
   // Everything not served by Vectorscan goes to one RE2::Set.
@@ -269,6 +374,7 @@ bool Database::captures(uint32_t id, std::string_view line, std::map<std::string
 }
 
 struct Scanner::State {
+  int joined = 0;  // 0: not tried yet; 1: the joined database and a scratch for it; -1: none
 #ifdef FF_HAVE_VECTORSCAN
   hs_scratch_t* scratch = nullptr;
   ~State() {
@@ -311,6 +417,62 @@ void Scanner::scan(std::string_view line, std::vector<uint32_t>& hits) {
   }
   std::sort(hits.begin() + static_cast<long>(first), hits.end());
   hits.erase(std::unique(hits.begin() + static_cast<long>(first), hits.end()), hits.end());
+}
+
+}  // namespace ff::match
+
+namespace ff::match {
+
+#ifdef FF_HAVE_VECTORSCAN
+namespace {
+struct JoinedCtx {
+  const std::vector<uint32_t>* ends;
+  std::vector<uint32_t>* lines;
+};
+int on_joined_match(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* p) {
+  auto* c = static_cast<JoinedCtx*>(p);
+  // The line holding the match's last byte (a match that ends on a line's '\n' came from
+  // across lines: its line is taken too, to stay on the safe side).
+  const uint64_t last = to == 0 ? 0 : to - 1;
+  const auto& ends = *c->ends;
+  auto it = std::lower_bound(ends.begin(), ends.end(), last);
+  if (it == ends.end()) return 0;
+  const uint32_t line = static_cast<uint32_t>(it - ends.begin());
+  if (c->lines->empty() || c->lines->back() != line) c->lines->push_back(line);
+  return 0;
+}
+}  // namespace
+#endif
+
+bool Scanner::joins_lines() const {
+#ifdef FF_HAVE_VECTORSCAN
+  return state_->scratch != nullptr && db_.impl_->joined_possible && state_->joined >= 0;
+#else
+  return false;
+#endif
+}
+
+bool Scanner::candidate_lines(std::string_view text, const std::vector<uint32_t>& line_ends,
+                              std::vector<uint32_t>& lines) {
+#ifdef FF_HAVE_VECTORSCAN
+  if (state_->joined == 0) {
+    // One scratch serves both databases once it has been grown for the second.
+    hs_database_t* j = state_->scratch ? db_.impl_->joined_db(db_.specs_) : nullptr;
+    state_->joined = (j && hs_alloc_scratch(j, &state_->scratch) == HS_SUCCESS) ? 1 : -1;
+  }
+  if (state_->joined < 0 || text.size() > UINT32_MAX) return false;
+  const size_t first = lines.size();
+  JoinedCtx ctx{&line_ends, &lines};
+  hs_scan(db_.impl_->joined, text.data(), static_cast<unsigned>(text.size()), 0, state_->scratch, on_joined_match, &ctx);
+  std::sort(lines.begin() + static_cast<long>(first), lines.end());
+  lines.erase(std::unique(lines.begin() + static_cast<long>(first), lines.end()), lines.end());
+  return true;
+#else
+  (void)text;
+  (void)line_ends;
+  (void)lines;
+  return false;
+#endif
 }
 
 }  // namespace ff::match

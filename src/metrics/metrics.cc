@@ -393,13 +393,32 @@ bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out
 // that text only (the numbers end where read_number ends them, and every number ends in
 // a byte that glues, so the bytes after it are judged alike): a line with the same text
 // around its numbers is tokenized the same, and only its numbers need reading.
+namespace {
+
+// a[0..n) == b[0..n), for the short texts between numbers (a memcmp call costs more).
+inline bool same_bytes(const char* a, const char* b, size_t n) {
+  while (n >= 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    if (x != y) return false;
+    a += 8, b += 8, n -= 8;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine& out) const {
   out.has_step = false;
   out.samples.clear();
   bool has_loss = false;
   size_t pos = 0, lit = 0;
   for (const Slot& k : sh.slots) {
-    if (s.size() - pos < k.lit_len || std::memcmp(s.data() + pos, sh.text.data() + lit, k.lit_len) != 0) return false;
+    if (s.size() - pos < k.lit_len || !same_bytes(s.data() + pos, sh.text.data() + lit, k.lit_len)) return false;
     pos += k.lit_len;
     lit += k.lit_len;
     if (pos >= s.size()) return false;
@@ -420,7 +439,7 @@ bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine
     }
     pos += n;
   }
-  if (s.size() - pos != sh.text.size() - lit || std::memcmp(s.data() + pos, sh.text.data() + lit, s.size() - pos) != 0)
+  if (s.size() - pos != sh.text.size() - lit || !same_bytes(s.data() + pos, sh.text.data() + lit, s.size() - pos))
     return false;
   return (out.has_step || has_loss) && !out.samples.empty();
 }
@@ -606,16 +625,35 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
   }
 }
 
+SeriesSet::RankRefs& SeriesSet::refs_of(int rank) {
+  RankRefs& r = refs_[rank];
+  // add() may have made these since (it does not use the cache): look again while unset.
+  if (r.last_progress == nullptr) {
+    if (auto lp = last_progress_.find(rank); lp != last_progress_.end()) r.last_progress = &lp->second;
+  }
+  if (r.last_step == nullptr) {
+    if (auto ls = last_step_.find(rank); ls != last_step_.end()) r.last_step = &ls->second;
+  }
+  return r;
+}
+
+Series& SeriesSet::series_of(RankRefs& refs, MetricId metric, int rank) {
+  if (metric >= refs.by_metric.size()) refs.by_metric.resize(static_cast<size_t>(metric) + 1, nullptr);
+  Series*& s = refs.by_metric[metric];
+  if (s == nullptr) s = &series_[{metric, rank}];
+  return *s;
+}
+
 void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint32_t)>& text_of) {
   std::vector<double> rel_steps;
   for (size_t ri = 0; ri < b.used_ranks_; ++ri) {
     SeriesBatch::Rank& r = b.ranks_[ri];
     // Step-less lines before the rank's first step in the batch: the rank's last step
     // before the batch + 1, + 1, ... (added one at a time, as add() does).
+    RankRefs& refs = refs_of(r.rank);
     rel_steps.assign(static_cast<size_t>(r.rel) + 1, 0);
     if (r.rel > 0) {
-      auto it = last_step_.find(r.rank);
-      rel_steps[1] = it != last_step_.end() ? it->second + 1 : 1;
+      rel_steps[1] = refs.last_step != nullptr ? *refs.last_step + 1 : 1;
       for (size_t k = 2; k <= r.rel; ++k) rel_steps[k] = rel_steps[k - 1] + 1;
     }
     auto point_of_line = [&](uint32_t li, double value) {
@@ -628,7 +666,7 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
       if (pi < 0) continue;
       SeriesBatch::Part& P = b.parts_[static_cast<size_t>(pi)];
       if (P.samples.empty()) continue;
-      Series& S = series_[{P.metric, r.rank}];
+      Series& S = series_of(refs, P.metric, r.rank);
       if (S.count == 0) S.first = point(P.samples.front());
       S.count += P.samples.size();
       S.last = point(P.samples.back());
@@ -677,8 +715,10 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
         ++i;
       }
     }
-    last_step_[r.rank] = r.has_step ? r.last_step : rel_steps[r.rel];
-    last_progress_[r.rank] = point_of_line(r.last_line, 0);
+    if (refs.last_step == nullptr) refs.last_step = &last_step_[r.rank];
+    *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];
+    if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[r.rank];
+    *refs.last_progress = point_of_line(r.last_line, 0);
   }
   b.clear();
 }

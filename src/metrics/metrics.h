@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -211,6 +212,18 @@ class SeriesBatch {
 
 class SeriesSet {
  public:
+  SeriesSet() = default;
+  SeriesSet(const SeriesSet& o) : series_(o.series_), last_progress_(o.last_progress_), last_step_(o.last_step_) {}
+  SeriesSet& operator=(const SeriesSet& o) {
+    series_ = o.series_;
+    last_progress_ = o.last_progress_;
+    last_step_ = o.last_step_;
+    refs_.clear();
+    return *this;
+  }
+  SeriesSet(SeriesSet&&) = default;  // map nodes do not move: the cached pointers stay valid
+  SeriesSet& operator=(SeriesSet&&) = default;
+
   // Appends a batch's lines, as if each had been add()ed in order (with the text that
   // text_of returns for the line's text_ref); leaves the batch empty.
   void append(SeriesBatch& batch, const std::function<std::string_view(uint32_t)>& text_of);
@@ -229,6 +242,16 @@ class SeriesSet {
   std::map<std::pair<MetricId, int>, Series> series_;
   std::map<int, Point> last_progress_;
   std::map<int, double> last_step_;
+  // Per rank, pointers into the maps above (their nodes never move), so append() finds
+  // a rank's series without a map search per metric.
+  struct RankRefs {
+    std::vector<Series*> by_metric;
+    Point* last_progress = nullptr;
+    double* last_step = nullptr;
+  };
+  std::unordered_map<int, RankRefs> refs_;
+  RankRefs& refs_of(int rank);
+  Series& series_of(RankRefs& refs, MetricId metric, int rank);
 };
 
 }  // namespace ff::metrics

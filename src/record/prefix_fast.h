@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <string_view>
 
 #include "record/record.h"
@@ -34,10 +35,30 @@ inline bool is_alpha(char c) { return is_lower(c) || is_upper(c); }
 inline bool is_word(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
 inline bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+// A text read as if NUL bytes followed it without end, that remembers how far it was
+// read. A matcher fails on the text exactly when it fails on this (a cleaned line holds
+// no NUL and no format takes one), and then only the bytes before `reach` decided it: a
+// text with the same bytes there fails too. PrefixParser's memo uses it.
+struct PaddedProbe {
+  std::string_view text;
+  mutable size_t reach = 0;
+  size_t size() const { return SIZE_MAX / 2; }
+  bool empty() const { return false; }
+  char operator[](size_t i) const {
+    if (i + 1 > reach) reach = i + 1;
+    return i < text.size() ? text[i] : '\0';
+  }
+  std::string_view substr(size_t pos, size_t n) const {
+    return pos >= text.size() ? std::string_view() : text.substr(pos, n);
+  }
+};
+
 // s[i] == c, in bounds.
-inline bool ch(std::string_view s, size_t i, char c) { return i < s.size() && s[i] == c; }
+template <class S>
+inline bool ch(const S& s, size_t i, char c) { return i < s.size() && s[i] == c; }
 // s has w at i (a byte loop: the words are short, a memcmp call costs more).
-inline bool lit(std::string_view s, size_t i, std::string_view w) {
+template <class S>
+inline bool lit(const S& s, size_t i, std::string_view w) {
   if (i > s.size() || s.size() - i < w.size()) return false;
   for (size_t k = 0; k < w.size(); ++k) {
     if (s[i + k] != w[k]) return false;
@@ -45,7 +66,8 @@ inline bool lit(std::string_view s, size_t i, std::string_view w) {
   return true;
 }
 // n digits at i.
-inline bool digits_n(std::string_view s, size_t i, size_t n) {
+template <class S>
+inline bool digits_n(const S& s, size_t i, size_t n) {
   if (i > s.size() || s.size() - i < n) return false;
   for (size_t k = 0; k < n; ++k) {
     if (!is_digit(s[i + k])) return false;
@@ -53,18 +75,21 @@ inline bool digits_n(std::string_view s, size_t i, size_t n) {
   return true;
 }
 // The end of the run of bytes from i that satisfy p.
-template <typename P>
-inline size_t run(std::string_view s, size_t i, P p) {
+template <class S, typename P>
+inline size_t run(const S& s, size_t i, P p) {
   while (i < s.size() && p(s[i])) ++i;
   return i;
 }
-inline size_t run_digits(std::string_view s, size_t i) { return run(s, i, is_digit); }
+template <class S>
+inline size_t run_digits(const S& s, size_t i) { return run(s, i, is_digit); }
 // \d\d:\d\d:\d\d at i
-inline bool hms_at(std::string_view s, size_t i) {
+template <class S>
+inline bool hms_at(const S& s, size_t i) {
   return digits_n(s, i, 2) && ch(s, i + 2, ':') && digits_n(s, i + 3, 2) && ch(s, i + 5, ':') && digits_n(s, i + 6, 2);
 }
 // (?:[.,]\d+)? at i (seps lists the allowed separators): the end of what it took.
-inline size_t opt_fraction(std::string_view s, size_t i, bool comma_too) {
+template <class S>
+inline size_t opt_fraction(const S& s, size_t i, bool comma_too) {
   if (i + 1 < s.size() && (s[i] == '.' || (comma_too && s[i] == ',')) && is_digit(s[i + 1])) return run_digits(s, i + 1);
   return i;
 }
@@ -73,7 +98,8 @@ inline constexpr std::string_view kLevels7[] = {"DEBUG", "INFO", "WARNING", "WAR
 inline constexpr std::string_view kLevels5[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
 // \[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:
-inline bool mpirun_tag_output(std::string_view s, M& m) {
+template <class S>
+inline bool mpirun_tag_output(const S& s, M& m) {
   if (!ch(s, 0, '[')) return false;
   size_t i = run_digits(s, 1);
   if (i == 1 || !ch(s, i, ',')) return false;
@@ -89,7 +115,8 @@ inline bool mpirun_tag_output(std::string_view s, M& m) {
 
 // \[(?:[A-Za-z_][A-Za-z_-]*?)?(?P<rank>\d+)\]:[ ]?
 // The name and the digits are disjoint classes, so the lazy repeat has one way to end.
-inline bool torchrun_rank(std::string_view s, M& m) {
+template <class S>
+inline bool torchrun_rank(const S& s, M& m) {
   if (!ch(s, 0, '[')) return false;
   size_t i = 1;
   if (i < s.size() && (is_alpha(s[i]) || s[i] == '_'))
@@ -102,7 +129,8 @@ inline bool torchrun_rank(std::string_view s, M& m) {
 }
 
 // \((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\) 
-inline bool ray_actor(std::string_view s, M& m) {
+template <class S>
+inline bool ray_actor(const S& s, M& m) {
   if (!ch(s, 0, '(') || s.size() < 2 || !(is_alpha(s[1]) || s[1] == '_')) return false;
   size_t a = run(s, 2, [](char c) { return is_word(c) || c == '.'; });
   if (!lit(s, a, " pid=")) return false;
@@ -124,7 +152,8 @@ inline bool ray_actor(std::string_view s, M& m) {
 }
 
 // (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] 
-inline bool k8s_cri(std::string_view s, M& m) {
+template <class S>
+inline bool k8s_cri(const S& s, M& m) {
   if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) &&
         ch(s, 10, 'T') && hms_at(s, 11)))
     return false;
@@ -147,7 +176,8 @@ inline bool k8s_cri(std::string_view s, M& m) {
 }
 
 //  {0,4}(?P<rank>\d{1,5}): 
-inline bool srun_label(std::string_view s, M& m) {
+template <class S>
+inline bool srun_label(const S& s, M& m) {
   size_t i = 0;
   while (i < 4 && ch(s, i, ' ')) ++i;
   size_t d = run_digits(s, i);
@@ -159,7 +189,8 @@ inline bool srun_label(std::string_view s, M& m) {
 
 // (?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*): 
 // The run of [a-z0-9.-] must end at ": "; it matches when a digit comes before any '.'.
-inline bool pdsh_host(std::string_view s, M& m) {
+template <class S>
+inline bool pdsh_host(const S& s, M& m) {
   if (s.empty() || !is_lower(s[0])) return false;
   size_t k = 1;
   bool dot = false, ok = false;
@@ -175,7 +206,8 @@ inline bool pdsh_host(std::string_view s, M& m) {
 }
 
 // \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:? 
-inline bool iso_time(std::string_view s, M& m) {
+template <class S>
+inline bool iso_time(const S& s, M& m) {
   size_t t0 = ch(s, 0, '[') ? 1 : 0;
   size_t i = t0;
   if (!(digits_n(s, i, 4) && ch(s, i + 4, '-') && digits_n(s, i + 5, 2) && ch(s, i + 7, '-') && digits_n(s, i + 8, 2) &&
@@ -217,7 +249,8 @@ inline bool iso_time(std::string_view s, M& m) {
 }
 
 // \[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: \||:)? +
-inline bool level_word(std::string_view s, M& m) {
+template <class S>
+inline bool level_word(const S& s, M& m) {
   size_t i = ch(s, 0, '[') ? 1 : 0;
   for (std::string_view w : kLevels7) {
     if (!lit(s, i, w)) continue;
@@ -241,7 +274,8 @@ inline bool level_word(std::string_view s, M& m) {
 }
 
 // (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:[\w.]+):
-inline bool python_logging_basic(std::string_view s, M& m) {
+template <class S>
+inline bool python_logging_basic(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !ch(s, w.size(), ':')) continue;
     size_t k = run(s, w.size() + 1, [](char c) { return is_word(c) || c == '.'; });
@@ -256,7 +290,8 @@ inline bool python_logging_basic(std::string_view s, M& m) {
 inline bool path_char(char c) { return is_word(c) || c == '.' || c == '/' || c == '-'; }
 
 // (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? [\w./-]+:\d+\] 
-inline bool vllm(std::string_view s, M& m) {
+template <class S>
+inline bool vllm(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !ch(s, w.size(), ' ')) continue;
     size_t t0 = w.size() + 1;
@@ -278,7 +313,8 @@ inline bool vllm(std::string_view s, M& m) {
 }
 
 // (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<time>\d\d/\d\d \d\d:\d\d:\d\d) [\w.]+\]: 
-inline bool detectron2(std::string_view s, M& m) {
+template <class S>
+inline bool detectron2(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !lit(s, w.size(), " [")) continue;
     size_t t0 = w.size() + 2;
@@ -299,7 +335,8 @@ inline bool detectron2(std::string_view s, M& m) {
 inline bool glog_level(char c) { return c == 'I' || c == 'W' || c == 'E' || c == 'F'; }
 
 // \[?(?P<level>[IWEF])(?P<time>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ [\w./-]+:\d+\]\]? ?
-inline bool glog(std::string_view s, M& m) {
+template <class S>
+inline bool glog(const S& s, M& m) {
   size_t lv = ch(s, 0, '[') ? 1 : 0;
   if (lv >= s.size() || !glog_level(s[lv])) return false;
   size_t t0 = lv + 1;
@@ -324,7 +361,8 @@ inline bool glog(std::string_view s, M& m) {
 }
 
 // \[(?P<level>[IWEF]) [\w./-]+:\d+\] 
-inline bool c10_bracket(std::string_view s, M& m) {
+template <class S>
+inline bool c10_bracket(const S& s, M& m) {
   if (!ch(s, 0, '[') || s.size() < 2 || !glog_level(s[1]) || !ch(s, 2, ' ')) return false;
   size_t k = run(s, 3, path_char);
   if (k == 3 || !ch(s, k, ':')) return false;
@@ -336,7 +374,8 @@ inline bool c10_bracket(std::string_view s, M& m) {
 }
 
 // \[ *(?P<time>\d+\.\d+)\] 
-inline bool dmesg(std::string_view s, M& m) {
+template <class S>
+inline bool dmesg(const S& s, M& m) {
   if (!ch(s, 0, '[')) return false;
   size_t t0 = run(s, 1, [](char c) { return c == ' '; });
   size_t a = run_digits(s, t0);
@@ -349,7 +388,8 @@ inline bool dmesg(std::string_view s, M& m) {
 }
 
 // (?P<time>[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d) (?P<node>[\w.-]+) (?:[\w./-]+)(?:\[(?P<pid>\d+)\])?: 
-inline bool syslog(std::string_view s, M& m) {
+template <class S>
+inline bool syslog(const S& s, M& m) {
   if (s.size() < 16 || !is_upper(s[0]) || !is_lower(s[1]) || !is_lower(s[2]) || s[3] != ' ' ||
       !(s[4] == ' ' || (s[4] >= '0' && s[4] <= '3')) || !is_digit(s[5]) || s[6] != ' ' || !hms_at(s, 7) || s[15] != ' ')
     return false;
@@ -375,7 +415,8 @@ inline bool syslog(std::string_view s, M& m) {
 }
 
 // \[(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\]:? 
-inline bool bracket_time(std::string_view s, M& m) {
+template <class S>
+inline bool bracket_time(const S& s, M& m) {
   if (!ch(s, 0, '[') || !hms_at(s, 1)) return false;
   size_t t1 = opt_fraction(s, 9, false);
   if (!ch(s, t1, ']')) return false;
@@ -394,7 +435,8 @@ inline bool bracket_time(std::string_view s, M& m) {
 }
 
 // \[[Rr]ank ?(?P<rank>\d+)\]:? ?
-inline bool rank_tag(std::string_view s, M& m) {
+template <class S>
+inline bool rank_tag(const S& s, M& m) {
   if (!ch(s, 0, '[') || !(ch(s, 1, 'R') || ch(s, 1, 'r')) || !lit(s, 2, "ank")) return false;
   size_t i = ch(s, 5, ' ') ? 6 : 5;
   size_t d = run_digits(s, i);
@@ -408,7 +450,8 @@ inline bool rank_tag(std::string_view s, M& m) {
 }
 
 // (?P<node>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] 
-inline bool nccl_line(std::string_view s, M& m) {
+template <class S>
+inline bool nccl_line(const S& s, M& m) {
   size_t k = run(s, 0, [](char c) { return is_word(c) || c == '.' || c == '-'; });
   if (k == 0 || !ch(s, k, ':')) return false;
   size_t p1 = run_digits(s, k + 1);
@@ -447,7 +490,8 @@ enum class FastKind : uint8_t {
 };
 
 // The matcher of a kind, called through a switch so that the parser's loop inlines it.
-inline bool match_fast(FastKind kind, std::string_view s, M& m) {
+template <class S>
+inline bool match_fast(FastKind kind, const S& s, M& m) {
   switch (kind) {
     case FastKind::k_mpirun_tag_output: return mpirun_tag_output(s, m);
     case FastKind::k_torchrun_rank: return torchrun_rank(s, m);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <ctime>
 
@@ -407,6 +408,7 @@ struct PrefixParser::Impl {
   // Formats from the 65th on are always tried.
   std::array<uint64_t, 256> first_byte{};
   uint64_t consuming = 0;  // bit i: format i consumes
+  uint64_t id = 0;         // unique per parser ever made: the key of the per-thread memo
   // What parse() reads per format, packed: the fast matcher (when used) and whether the
   // format consumes.
   struct Hot {
@@ -461,6 +463,8 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
                                                            Matchers matchers) {
   std::unique_ptr<PrefixParser> p(new PrefixParser());
   p->impl_->use_fast = matchers == Matchers::kFast;
+  static std::atomic<uint64_t> next_id{1};
+  p->impl_->id = next_id++;
   RE2::Options opts;
   opts.set_log_errors(false);
   opts.set_encoding(RE2::Options::EncodingLatin1);
@@ -647,6 +651,117 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
 
 }  // namespace
 
+namespace {
+
+// The memo (see PrefixParser::parse): how the formats went on a line, per round. A line
+// goes the same way when each round starts with the same two bytes and, over the bytes
+// the failed attempts read (NUL-padded past the end), has the same bytes except digits
+// (no matcher tells one digit from another, syslog's day aside: `exact`).
+struct PrefixShape {
+  struct Round {
+    uint32_t at;       // where the round starts in `text`
+    unsigned char b0, b1;
+    uint32_t verify;   // bytes from `at` the failed attempts read
+    bool exact;        // compare those bytes exactly
+    int32_t winner;    // the format that matched, or -1: the message starts here
+  };
+  std::string text;    // the line, as far as the rounds read it
+  std::vector<Round> rounds;
+};
+
+struct PrefixMemo {
+  uint64_t owner = 0;  // PrefixParser::Impl::id
+  std::vector<PrefixShape> shapes;  // most used first
+  static constexpr size_t kMax = 4;
+};
+
+inline bool digit_byte(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+// The rounds: at each position, the formats in order until one matches (at most 12
+// rounds). With `shape`, also notes how each round went (false: not memoizable).
+bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_out) const {
+  const Impl& impl = *impl_;
+  auto* shape = static_cast<PrefixShape*>(shape_out);
+  bool memoizable = shape != nullptr;
+  std::string_view rest = line;
+  // Kept clean between lines (every field read is cleared), so no 128-byte reset per line.
+  thread_local FormatMatch m;
+  bool applied_nonconsuming = false;
+  for (int round = 0; round < 12; ++round) {
+    bool any = false;
+    if (rest.size() < 2 || !impl.use_fast) {
+      // All formats in order (a text this short is rare; RegexOnly is the reference).
+      memoizable = false;
+      for (uint16_t i : impl.all_order) {
+        if (try_format(impl, i, rest, rec, m, applied_nonconsuming)) {
+          any = true;
+          break;
+        }
+      }
+    } else {
+      PrefixShape::Round r{static_cast<uint32_t>(rest.data() - line.data()), static_cast<unsigned char>(rest[0]),
+                           static_cast<unsigned char>(rest[1]), 0, false, -1};
+      // The formats in order, those that can start with these two bytes only.
+      const unsigned b1 = static_cast<unsigned char>(rest[1]);
+      for (const Impl::Candidate& c : impl.order[static_cast<unsigned char>(rest[0])]) {
+        if (((c.second[b1 >> 6] >> (b1 & 63)) & 1) == 0) continue;
+        const Impl::Hot& h = impl.hot[c.format];
+        if (!h.consume && applied_nonconsuming) continue;
+        const std::string_view before = rest;
+        if (try_format(impl, c.format, rest, rec, m, applied_nonconsuming)) {
+          r.winner = c.format;
+          any = true;
+          break;
+        }
+        if (memoizable) {
+          // How far this failed attempt read (only a hand-written matcher can say).
+          if (h.fast == detail::FastKind::kNone) {
+            memoizable = false;
+          } else {
+            detail::PaddedProbe probe{before};
+            FormatMatch scratch;
+            if (detail::match_fast(h.fast, probe, scratch)) memoizable = false;  // an empty match
+            r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(std::min<size_t>(probe.reach, UINT32_MAX)));
+            if (h.fast == detail::FastKind::k_syslog) r.exact = true;
+          }
+        }
+      }
+      if (memoizable) shape->rounds.push_back(r);
+    }
+    if (!any) break;
+  }
+  rec.message = rest;
+  if (memoizable) {
+    size_t need = 0;
+    for (const auto& r : shape->rounds) need = std::max<size_t>(need, r.at + r.verify);
+    shape->text.assign(line.substr(0, std::min(line.size(), need)));
+  }
+  return memoizable;
+}
+
+bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& rec) const {
+  const auto& sh = *static_cast<const PrefixShape*>(shape_in);
+  const Impl& impl = *impl_;
+  thread_local FormatMatch m;
+  bool applied_nonconsuming = false;
+  std::string_view rest = line;
+  for (const PrefixShape::Round& r : sh.rounds) {
+    if (rest.size() < 2 || static_cast<unsigned char>(rest[0]) != r.b0 || static_cast<unsigned char>(rest[1]) != r.b1)
+      return false;
+    for (uint32_t k = 2; k < r.verify; ++k) {
+      const char x = k < rest.size() ? rest[k] : '\0';
+      const char y = r.at + k < sh.text.size() ? sh.text[r.at + k] : '\0';
+      if (x != y && (r.exact || !digit_byte(x) || !digit_byte(y))) return false;
+    }
+    if (r.winner < 0) break;
+    if (!try_format(impl, static_cast<uint16_t>(r.winner), rest, rec, m, applied_nonconsuming)) return false;
+  }
+  rec.message = rest;
+  return true;
+}
+
 void PrefixParser::parse(std::string_view line, Record& rec) const {
   // Field by field: cheaper than assigning a whole new Record on every line.
   rec.rank = rec.local_rank = rec.pid = rec.gpu = -1;
@@ -657,35 +772,36 @@ void PrefixParser::parse(std::string_view line, Record& rec) const {
   rec.level = 0;
   rec.message = rec.time_text = rec.prefix_id = {};
   rec.text = line;
-  std::string_view rest = line;
-  const Impl& impl = *impl_;
-  // Kept clean between lines (every field read is cleared), so no 128-byte reset per line.
-  thread_local FormatMatch m;
-  bool applied_nonconsuming = false;
-  for (int round = 0; round < 12; ++round) {
-    bool any = false;
-    if (rest.size() < 2 || !impl.use_fast) {
-      // All formats in order (a text this short is rare; RegexOnly is the reference).
-      for (uint16_t i : impl.all_order) {
-        if (try_format(impl, i, rest, rec, m, applied_nonconsuming)) {
-          any = true;
-          break;
-        }
-      }
-    } else {
-      // The formats in order, those that can start with these two bytes only.
-      const unsigned b1 = static_cast<unsigned char>(rest[1]);
-      for (const Impl::Candidate& c : impl.order[static_cast<unsigned char>(rest[0])]) {
-        if (((c.second[b1 >> 6] >> (b1 & 63)) & 1) == 0) continue;
-        if (try_format(impl, c.format, rest, rec, m, applied_nonconsuming)) {
-          any = true;
-          break;
-        }
-      }
-    }
-    if (!any) break;
+  if (!impl_->use_fast) {
+    parse_rounds(line, rec, nullptr);
+    return;
   }
-  rec.message = rest;
+  // Lines of one log share a few prefix shapes: replay the one this line has, else parse
+  // it and remember how it went. Per thread (the parser itself is shared and immutable).
+  thread_local PrefixMemo memo;
+  if (memo.owner != impl_->id) {
+    memo.shapes.clear();
+    memo.owner = impl_->id;
+  }
+  for (size_t k = 0; k < memo.shapes.size(); ++k) {
+    if (replay(&memo.shapes[k], line, rec)) {
+      if (k > 0) std::swap(memo.shapes[k], memo.shapes[k - 1]);
+      return;
+    }
+    // A failed replay may have filled some fields: start again.
+    rec.rank = rec.local_rank = rec.pid = rec.gpu = -1;
+    rec.node = {};
+    rec.time_us = kNoTime;
+    rec.clock = Clock::kNone;
+    rec.time_subsecond = false;
+    rec.level = 0;
+    rec.message = rec.time_text = rec.prefix_id = {};
+  }
+  PrefixShape shape;
+  if (parse_rounds(line, rec, &shape) && !shape.rounds.empty()) {
+    if (memo.shapes.size() == PrefixMemo::kMax) memo.shapes.pop_back();
+    memo.shapes.insert(memo.shapes.begin(), std::move(shape));
+  }
 }
 
 std::vector<std::string> PrefixParser::check_samples() const {

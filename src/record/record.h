@@ -124,11 +124,14 @@ struct Record {
   void to_origin(Origin& o) const;
 };
 
-// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. The most
-// frequent ones also have a hand-written matcher (record/prefix_fast.cc), used only when
-// the format's id and regex are exactly the ones it was written for, and checked against
-// RE2 by record.test.cc on every sample and on random prefixes. A first-byte table (from
-// RE2's PossibleMatchRange) skips the formats that cannot start with the next byte.
+// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. Each of
+// them also has a hand-written matcher (record/prefix_fast.h), used only when the
+// format's id and regex are exactly the ones it was written for, and checked against RE2
+// by record.test.cc on every sample and on random prefixes. A first-byte table (from
+// RE2's PossibleMatchRange) and a second-byte filter skip the formats that cannot start
+// there. A per-thread memo keeps how the formats went on the last few line shapes (which
+// failed, having read which bytes; which matched) and replays it on a line whose bytes
+// there differ only in digits: only the matching formats run again.
 class PrefixParser {
  public:
   enum class Matchers : uint8_t { kFast, kRegexOnly };
@@ -153,6 +156,8 @@ class PrefixParser {
 
  private:
   PrefixParser();
+  bool parse_rounds(std::string_view line, Record& rec, void* shape) const;
+  bool replay(const void* shape, std::string_view line, Record& rec) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

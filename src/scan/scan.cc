@@ -92,6 +92,7 @@ record::Origin Engine::origin_of_source(std::string_view name) const {
 namespace {
 
 constexpr size_t kMaxEventText = 2000;
+constexpr size_t kJoinedMinLines = 256;  // lines in a chunk for one matcher pass over all
 constexpr size_t kMaxRanksTracked = 1 << 20;
 constexpr size_t kMaxIdleJoiners = 4096;  // traceback joiners kept for ranks with none open
 
@@ -172,6 +173,7 @@ struct LineRef {
 
 // A fact about who runs where, applied in line order (first one wins, as emplace).
 struct Fact {
+  uint32_t line;      // index in the chunk: the order they are applied in
   bool pid_fact;      // (node, pid) -> rank; else rank -> node
   int rank;
   int pid;
@@ -318,6 +320,11 @@ class LineWorker {
     per_rank_.clear();
     local_hits_.clear();
     pid_facts_.clear();
+    // Many lines: match them in one pass (a few lines, e.g. a pasted snippet, are matched
+    // one by one, and the joined database is never loaded).
+    const bool joined = n >= kJoinedMinLines && scanner_.joins_lines();
+    joined_.clear();
+    ends_.clear();
     for (size_t i = 0; i < n; ++i) {
       const uint64_t number = c.first_line + i;
       std::string_view line = record::clean_line_view(c.line(i), clean_);
@@ -346,10 +353,10 @@ class LineWorker {
       if (rec.rank >= 0 && line_states_node) {
         if (!pr.node_fact) {
           pr.node_fact = true;
-          r.facts.push_back(Fact{false, rec.rank, -1, std::string(rec.node)});
+          r.facts.push_back(Fact{static_cast<uint32_t>(i), false, rec.rank, -1, std::string(rec.node)});
         }
         if (rec.pid >= 0 && pid_facts_.emplace(rec.node, rec.pid).second)
-          r.facts.push_back(Fact{true, rec.rank, rec.pid, std::string(rec.node)});
+          r.facts.push_back(Fact{static_cast<uint32_t>(i), true, rec.rank, rec.pid, std::string(rec.node)});
       }
       if (rec.time_us != record::kNoTime) {
         ++r.lines_with_time;
@@ -363,17 +370,25 @@ class LineWorker {
       if (might_be_progress(rec.message) && progress_parser_.parse(rec.message, progress_))
         r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i));
       bool mark = is_summary_header(rec.message) || is_traceback_start(rec.message);
-      hits_.clear();
-      scanner_.scan(rec.message, hits_);
-      for (uint32_t id : hits_) {
-        mark = true;
-        add_hit(c, i, number, id, rec, pr);
+      if (joined) {
+        // Matched below, all lines in one pass.
+        joined_.append(rec.message);
+        ends_.push_back(static_cast<uint32_t>(joined_.size()));
+        joined_.push_back('\n');
+      } else {
+        hits_.clear();
+        scanner_.scan(rec.message, hits_);
+        for (uint32_t id : hits_) {
+          mark = true;
+          add_hit(c, i, number, id, rec, pr.time);
+        }
       }
       if (mark) r.marks.push_back(static_cast<uint32_t>(i));
     }
     for (uint32_t s = 0; s < slots_.size(); ++s) {
       if (per_rank_[s].time.us != record::kNoTime) r.last_time.emplace_back(slots_.rank(s), per_rank_[s].time);
     }
+    if (joined) match_joined(c);
   }
 
  private:
@@ -387,7 +402,48 @@ class LineWorker {
     }
   };
 
-  void add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const record::Record& rec, const PerRank& pr) {
+  // The chunk's messages were joined in one text: one matcher pass finds the few lines
+  // that may match, and those alone are matched one by one (the same hits as matching
+  // every line: see Scanner::candidate_lines).
+  void match_joined(Chunk& c) {
+    ChunkResult& r = c.res;
+    candidates_.clear();
+    if (!scanner_.candidate_lines(joined_, ends_, candidates_)) {
+      candidates_.resize(c.lines.size());  // could not: every line is a candidate
+      for (uint32_t i = 0; i < candidates_.size(); ++i) candidates_[i] = i;
+    }
+    hit_lines_.clear();
+    for (uint32_t i : candidates_) {
+      record::Record rec;
+      std::string_view line = record::clean_line_view(c.line(i), clean_);
+      engine_.prefixes().parse(line, rec);
+      apply_name_origin(rec, c.src->name_origin);
+      hits_.clear();
+      scanner_.scan(rec.message, hits_);
+      if (hits_.empty()) continue;
+      // The stream's last time before this line, as the one-pass loop had it.
+      TimeMark before;
+      for (size_t k = i; k-- > 0;) {
+        if (r.rank[k] == rec.rank && r.time_us[k] != record::kNoTime) {
+          before = {r.time_us[k], static_cast<record::Clock>(r.clock[k])};
+          break;
+        }
+      }
+      for (uint32_t id : hits_) add_hit(c, i, c.first_line + i, id, rec, before);
+      hit_lines_.push_back(i);
+    }
+    if (hit_lines_.empty()) return;
+    // Lines with hits join the marks; hit facts go to their place in line order (after
+    // the prefix facts of the same line, as in the one-pass loop).
+    std::vector<uint32_t> marks;
+    marks.reserve(r.marks.size() + hit_lines_.size());
+    std::merge(r.marks.begin(), r.marks.end(), hit_lines_.begin(), hit_lines_.end(), std::back_inserter(marks));
+    marks.erase(std::unique(marks.begin(), marks.end()), marks.end());
+    r.marks = std::move(marks);
+    std::stable_sort(r.facts.begin(), r.facts.end(), [](const Fact& a, const Fact& b) { return a.line < b.line; });
+  }
+
+  void add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const record::Record& rec, const TimeMark& before) {
     ChunkResult& r = c.res;
     HitEvent h;
     h.line = static_cast<uint32_t>(i);
@@ -410,11 +466,11 @@ class LineWorker {
     e.offset = c.lines[i].offset;
     if (rec.time_us != record::kNoTime) {
       e.time_text = std::string(rec.time_text);
-    } else if (pr.time.us != record::kNoTime) {
+    } else if (before.us != record::kNoTime) {
       // A line without its own time (a traceback line) inherits the last time seen on
       // its stream, marked as not sub-second so that it never wins a close race.
-      e.time_us = pr.time.us;
-      e.clock = pr.time.clock;
+      e.time_us = before.us;
+      e.clock = before.clock;
       e.time_subsecond = false;
     } else {
       h.inherit_time = true;
@@ -434,8 +490,8 @@ class LineWorker {
     long long v = 0;
     if (cr != e.captures.end() && parse_int(cr->second, v) && v < 100000000) {
       if (e.rank < 0) e.rank = static_cast<int>(v);
-      if (!e.node.empty() && e.pid >= 0) r.facts.push_back(Fact{true, static_cast<int>(v), e.pid, e.node, event_index});
-      if (!e.node.empty()) r.facts.push_back(Fact{false, static_cast<int>(v), -1, e.node, event_index});
+      if (!e.node.empty() && e.pid >= 0) r.facts.push_back(Fact{h.line, true, static_cast<int>(v), e.pid, e.node, event_index});
+      if (!e.node.empty()) r.facts.push_back(Fact{h.line, false, static_cast<int>(v), -1, e.node, event_index});
     }
     auto cn = e.captures.find("node");
     if (cn != e.captures.end() && e.node.empty()) e.node = cn->second;
@@ -457,6 +513,9 @@ class LineWorker {
   std::vector<PerRank> per_rank_;
   std::unordered_map<uint32_t, uint64_t> local_hits_;
   std::unordered_set<std::pair<std::string_view, int>, PidKeyHash> pid_facts_;
+  std::string joined_;            // the chunk's messages, each ended by '\n'
+  std::vector<uint32_t> ends_;    // offset of each message's '\n' in joined_
+  std::vector<uint32_t> candidates_, hit_lines_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1050,6 +1109,10 @@ unsigned threads_for(const std::vector<std::string>& inputs, const ScanOptions& 
   for (const auto& in : inputs) {
     struct stat st {};
     if (in == "-" || ::stat(in.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return t;  // unknown size
+    // A small compressed file can hold a big log: decompress in a thread of its own.
+    for (const char* ext : {".gz", ".tgz", ".zst", ".xz", ".bz2", ".tar"}) {
+      if (ends_with(in, ext)) return t;
+    }
     total += static_cast<uint64_t>(st.st_size);
   }
   return total < (4u << 20) ? 1 : t;
