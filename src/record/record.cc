@@ -247,6 +247,8 @@ int64_t days_from_civil(int y, int m, int d) {
   return ldays;
 }
 
+size_t read_fraction(std::string_view s, size_t i, int64_t& us, bool& subsecond);
+
 // Reads "HH:MM:SS" at pos and an optional fraction ([.,]digits); returns end or npos.
 size_t read_hms(std::string_view s, size_t pos, int64_t& us, bool& subsecond) {
   int h, mi, se;
@@ -255,7 +257,11 @@ size_t read_hms(std::string_view s, size_t pos, int64_t& us, bool& subsecond) {
     return std::string_view::npos;
   if (h > 23 || mi > 59 || se > 60) return std::string_view::npos;
   us = (static_cast<int64_t>(h) * 3600 + mi * 60 + se) * 1000000;
-  size_t i = pos + 8;
+  return read_fraction(s, pos + 8, us, subsecond);
+}
+
+// Reads an optional fraction ([.,]digits) at i and adds it to us; returns its end.
+size_t read_fraction(std::string_view s, size_t i, int64_t& us, bool& subsecond) {
   subsecond = false;
   if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
     size_t j = i + 1;
@@ -308,11 +314,35 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
   int64_t tod = 0;
   if (format == TimeFormat::kIso) {
     // 2026-11-30 10:20:42,398 | 2026-11-30T10:20:42.398Z | 2026-11-30_10:20:45 | +02:00
-    if (!digits(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
-        !digits(s, 8, 2, d) || (s[10] != ' ' && s[10] != 'T' && s[10] != '_'))
-      return false;
-    size_t end = read_hms(s, 11, tod, subsecond);
-    if (end == std::string_view::npos || mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+    // Consecutive stamps share their minute: when the first 17 bytes ("2026-11-30 10:20:")
+    // are those of the last full parse on this thread, only the seconds are read.
+    thread_local char memo_key[17];
+    thread_local int64_t memo_minute_us = 0;  // days and HH:MM of memo_key, in us
+    thread_local bool memo_valid = false;
+    size_t end;
+    int64_t minute_us;
+    if (memo_valid && s.size() >= 19 && std::memcmp(s.data(), memo_key, 17) == 0) {
+      int se;
+      if (!digits(s, 17, 2, se) || se > 60) return false;
+      minute_us = memo_minute_us;
+      tod = static_cast<int64_t>(se) * 1000000;
+      end = read_fraction(s, 19, tod, subsecond);
+    } else {
+      if (!digits(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
+          !digits(s, 8, 2, d) || (s[10] != ' ' && s[10] != 'T' && s[10] != '_'))
+        return false;
+      end = read_hms(s, 11, tod, subsecond);
+      if (end == std::string_view::npos || mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+      int h = 0, mi = 0;
+      digits(s, 11, 2, h);  // read_hms checked them
+      digits(s, 14, 2, mi);
+      const int64_t tod_minutes = (static_cast<int64_t>(h) * 60 + mi) * 60000000;  // HH:MM of the stamp
+      minute_us = days_from_civil(y, mo, d) * 86400 * 1000000 + tod_minutes;
+      tod -= tod_minutes;
+      std::memcpy(memo_key, s.data(), 17);
+      memo_minute_us = minute_us;
+      memo_valid = true;
+    }
     int64_t offset_s = 0;
     if (end < s.size() && (s[end] == '+' || s[end] == '-')) {
       int oh = 0, om = 0;
@@ -324,7 +354,7 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
         offset_s = (oh * 3600 + om * 60) * (s[end] == '+' ? 1 : -1);
       }
     }
-    us = (days_from_civil(y, mo, d) * 86400 - offset_s) * 1000000 + tod;
+    us = minute_us - offset_s * 1000000 + tod;
     clock = Clock::kWall;
     return true;
   }
@@ -677,6 +707,16 @@ struct PrefixMemo {
 
 inline bool digit_byte(char c) { return c >= '0' && c <= '9'; }
 
+// 0x80 in each byte of x that is an ASCII digit, 0 in the others (no carry crosses a
+// byte: each is at most 0x7f + 0x50 after its top bit is cleared).
+inline uint64_t digit_bytes(uint64_t x) {
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  const uint64_t low7 = x & ~kHigh;
+  const uint64_t at_least_0 = (low7 + 0x5050505050505050ull) & kHigh;
+  const uint64_t above_9 = (low7 + 0x4646464646464646ull) & kHigh;
+  return at_least_0 & ~above_9 & ~x & kHigh;
+}
+
 }  // namespace
 
 // The rounds: at each position, the formats in order until one matches (at most 12
@@ -750,7 +790,20 @@ bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& r
   for (const PrefixShape::Round& r : sh.rounds) {
     if (rest.size() < 2 || static_cast<unsigned char>(rest[0]) != r.b0 || static_cast<unsigned char>(rest[1]) != r.b1)
       return false;
-    for (uint32_t k = 2; k < r.verify; ++k) {
+    uint32_t k = 2;
+    // Eight bytes at a time while both texts have them: a byte may differ only where
+    // both are digits (and nowhere when the round is exact).
+    for (; k + 8 <= r.verify && k + 8 <= rest.size() && r.at + k + 8 <= sh.text.size(); k += 8) {
+      uint64_t x, y;
+      std::memcpy(&x, rest.data() + k, 8);
+      std::memcpy(&y, sh.text.data() + r.at + k, 8);
+      const uint64_t diff = x ^ y;
+      if (diff == 0) continue;
+      if (r.exact) return false;
+      const uint64_t both_digits = ((digit_bytes(x) & digit_bytes(y)) >> 7) * 0xFF;
+      if (diff & ~both_digits) return false;
+    }
+    for (; k < r.verify; ++k) {
       const char x = k < rest.size() ? rest[k] : '\0';
       const char y = r.at + k < sh.text.size() ? sh.text[r.at + k] : '\0';
       if (x != y && (r.exact || !digit_byte(x) || !digit_byte(y))) return false;
