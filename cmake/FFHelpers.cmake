@@ -44,3 +44,12 @@ function(ff_add_test name)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endfunction()
+
+# ff_hot_path(target...): the modules on the scan's per-line path are built with -O3 in
+# optimised builds (RelWithDebInfo defaults to -O2; -O3 inlines the prefix matchers and
+# the number reader into their loops: about 10% of the scan's time, bench/micro).
+function(ff_hot_path)
+  foreach(target ${ARGN})
+    target_compile_options(${target} PRIVATE $<$<CONFIG:RelWithDebInfo,Release>:-O3>)
+  endforeach()
+endfunction()

@@ -154,8 +154,10 @@ class PerfEquivalence : public ::testing::Test {
 
 // The ways to run that must agree: the one-thread default against two threads, and
 // against small chunks (boundaries everywhere) on one and on two threads.
+// --map-min 1: every plain file read through mmap (windows of 4 MiB, chunks of 64 KiB).
 const char* kWays[] = {"--threads 2", "--threads 2 --chunk-size 3000", "--threads 1 --chunk-size 700",
-                       "--threads 2 --chunk-size 64K"};
+                       "--threads 2 --chunk-size 64K", "--threads 2 --chunk-size 64K --map-min 1",
+                       "--threads 1 --map-min 1"};
 
 TEST_F(PerfEquivalence, DiagnoseJsonIsTheSameForAnyThreadCountAndChunkSize) {
   ASSERT_GE(inputs_.size(), 10u);

@@ -41,6 +41,10 @@ scan::ScanOptions scan_options(const Options& opt) {
   if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
   so.threads = opt.threads;
   if (opt.chunk_bytes > 0) so.chunk_bytes = opt.chunk_bytes;
+  if (opt.map_min > 0) {
+    so.read.map_min_bytes = opt.map_min;
+    so.read.map_quiet_seconds = 0;
+  }
   so.progress = make_progress_bar(opt);
   return so;
 }

@@ -26,6 +26,7 @@ struct Options {
   uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
   unsigned threads = 0;    // scanning threads; 0 = one per core (app/perf.h)
   size_t chunk_bytes = 0;  // bytes per chunk of lines; 0 = the scan's default
+  uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
 };
 

@@ -24,6 +24,9 @@ void add_scan_flags(CLI::App* cmd, Options& opt) {
   // Bytes per chunk of lines, the unit of parallel work: tests use small chunks to cross
   // chunk boundaries often.
   cmd->add_option("--chunk-size", opt.chunk_bytes)->group("")->transform(CLI::AsSizeValue(false));
+  // Files at least this large are read through mmap even when just written (tests: the
+  // default maps files of 64 MiB and more that have not changed for 10 s).
+  cmd->add_option("--map-min", opt.map_min)->group("")->transform(CLI::AsSizeValue(false));
 }
 
 namespace {

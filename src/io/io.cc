@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <lzma.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -41,6 +42,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <set>
@@ -144,9 +146,17 @@ using DirPtr = std::unique_ptr<DIR, DirClose>;
 // ---------------------------------------------------------------------------------------
 // Readers
 
+// A regular file that can be read through mmap: its descriptor and its size at open.
+struct Mappable {
+  int fd = -1;
+  uint64_t size = 0;
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
+  // The file under this reader, when the bytes it reads are exactly that file's.
+  virtual std::optional<Mappable> mappable() const { return std::nullopt; }
   // Reads up to n (> 0) bytes into buf. Returns the count, 0 at the end of the stream, or
   // an Error (without a location: the caller knows the source name). After an Error or 0,
   // later calls return the same again.
@@ -155,7 +165,8 @@ class Reader {
 
 class FdReader final : public Reader {
  public:
-  explicit FdReader(int fd) : fd_(fd) {}
+  explicit FdReader(int fd, std::optional<Mappable> map = std::nullopt) : fd_(fd), map_(map) {}
+  std::optional<Mappable> mappable() const override { return map_; }
   Result<size_t> read(char* buf, size_t n) override {
     for (;;) {
       ssize_t r = ::read(fd_, buf, n);
@@ -167,6 +178,7 @@ class FdReader final : public Reader {
 
  private:
   int fd_;
+  std::optional<Mappable> map_;
 };
 
 // Reads the first block of a stream, then replays it followed by the rest. The sniff
@@ -196,6 +208,7 @@ class SniffedReader final : public Reader {
 
   std::string_view head() const { return head_; }
   const std::optional<Error>& head_error() const { return error_; }
+  std::optional<Mappable> mappable() const override { return inner_.mappable(); }
 
   Result<size_t> read(char* buf, size_t n) override {
     if (pos_ < head_.size()) {
@@ -787,6 +800,66 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
 Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers,
                        int depth, Origin origin, Tally& tally);
 
+// deliver() for a plain regular file, as windows of a read-only mapping (MAP_POPULATE:
+// the pages are mapped here, in the reading thread, not faulted in one by one by the
+// threads that parse them). A window that cannot be mapped is read with pread instead.
+constexpr size_t kMapWindow = 4 << 20;  // a multiple of the page size
+
+Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Tally& tally) {
+  c.sink.begin(info);
+  ++c.report.sources_read;
+  ++tally.sources;
+  uint64_t delivered = 0;
+  Status status;
+  for (uint64_t off = 0; off < m.size;) {
+    size_t len = static_cast<size_t>(std::min<uint64_t>(kMapWindow, m.size - off));
+    const uint64_t left = c.options.max_total_bytes - c.budget_used;
+    const bool over = len > left;
+    if (over) len = static_cast<size_t>(left);
+    if (len > 0) {
+      void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, m.fd, static_cast<off_t>(off));
+      if (p != MAP_FAILED) {
+        std::shared_ptr<const void> keep(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
+        c.sink.data_mapped(std::string_view(static_cast<const char*>(p), len), std::move(keep));
+      } else {
+        // Read the window instead, in chunk_size pieces.
+        const size_t chunk = std::max<size_t>(c.options.chunk_size, 1);
+        size_t done = 0;
+        while (done < len && status.ok()) {
+          char* buf = c.sink.data_buffer(c.buffer.size());
+          if (buf == nullptr) buf = c.buffer.data();
+          const size_t want = std::min({len - done, c.buffer.size(), chunk});
+          const ssize_t r = ::pread(m.fd, buf, want, static_cast<off_t>(off + done));
+          if (r < 0 && errno == EINTR) continue;
+          if (r <= 0) {
+            status = make_error(ErrorCode::kIo, r < 0 ? "read error: " + errno_message(errno) : "the file got shorter while it was read",
+                                at(info.name));
+            len = done;
+            break;
+          }
+          c.sink.data(std::string_view(buf, static_cast<size_t>(r)));
+          done += static_cast<size_t>(r);
+        }
+      }
+    }
+    c.budget_used += len;
+    c.report.bytes_read += len;
+    delivered += len;
+    off += len;
+    if (!status.ok()) break;
+    if (over) {
+      c.stopped = true;
+      status = c.limit_error(info.name, delivered);
+      break;
+    }
+  }
+  c.sink.end(info, status);
+  if (status.ok()) return Outcome::kDelivered;
+  c.report.errors.push_back(status.error());
+  ++tally.errors;
+  return Outcome::kFailed;
+}
+
 // Display name of a tar member: "./node1/x.log" → "node1/x.log".
 std::string clean_member_path(std::string_view p) {
   for (;;) {
@@ -964,6 +1037,9 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
     return Outcome::kSkipped;
   }
   info.encoding = wrappers.empty() ? "plain" : wrappers;
+  if (wrappers.empty() && c.sink.accepts_mapped()) {
+    if (std::optional<Mappable> m = sniffed.mappable()) return deliver_mapped(c, *m, info, tally);
+  }
   return deliver(c, sniffed, info, tally);
 }
 
@@ -991,7 +1067,14 @@ void read_file(Context& c, const std::string& path, Origin origin, Tally& tally)
     info.size_hint = static_cast<uint64_t>(st.st_size);
     ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);  // a hint; failure is harmless
   }
-  FdReader reader(fd.get());
+  // A large regular file that nobody has written to for a while is read through mmap; a
+  // file still being written (or one that could shrink under us, which would fault) is
+  // read with read().
+  std::optional<Mappable> map;
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) >= c.options.map_min_bytes &&
+      ::time(nullptr) - st.st_mtime >= c.options.map_quiet_seconds)
+    map = Mappable{fd.get(), static_cast<uint64_t>(st.st_size)};
+  FdReader reader(fd.get(), map);
   process_stream(c, reader, std::move(info), "", 0, origin, tally);
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,12 @@ class ByteSink {
   // bytes of room), so that a sink that keeps the bytes needs no copy; data() then gets
   // views into it. nullptr (the default): io reads into its own buffer.
   virtual char* data_buffer(size_t size) { return nullptr; }
+  // Optional: a sink that keeps bytes past data() may take a large, quiet, plain file as
+  // windows of a read-only mapping (no copy at all): data_mapped() gets consecutive
+  // windows instead of data() calls, and `keep` holds the window mapped for as long as
+  // the sink keeps a copy of it. False (the default): data() only.
+  virtual bool accepts_mapped() const { return false; }
+  virtual void data_mapped(std::string_view window, std::shared_ptr<const void> keep) { data(window); }
 };
 
 struct ReadOptions {
@@ -58,6 +65,11 @@ struct ReadOptions {
   uint64_t max_total_bytes = 256ull << 30;          // decompressed bytes over all sources (tar/zip bombs)
   uint64_t max_archive_members = 100000;            // members read from one archive
   bool skip_binary = true;                          // skip sources whose first block is binary
+  // A plain regular file at least this large, not modified for map_quiet_seconds, goes to
+  // a sink that accepts_mapped() as windows of a mapping (a file still being written is
+  // read with read(): one that shrank under a mapping would fault).
+  uint64_t map_min_bytes = 64 << 20;
+  int map_quiet_seconds = 10;
 };
 
 struct InputReport {

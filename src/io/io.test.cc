@@ -848,3 +848,73 @@ TEST_F(IoTest, StdinIsSniffedForCompression) {
 
 }  // namespace
 }  // namespace ff::io
+
+namespace ff::io {
+namespace {
+
+// A sink that takes mapped windows and keeps every window alive until the end, as the
+// scan's chunks do while they are in flight.
+class MappedCollect : public Collect {
+ public:
+  bool accepts_mapped() const override { return true; }
+  void data_mapped(std::string_view window, std::shared_ptr<const void> keep) override {
+    ++windows;
+    kept.push_back(std::move(keep));
+    data(window);
+  }
+  size_t windows = 0;
+  std::vector<std::shared_ptr<const void>> kept;
+};
+
+TEST_F(IoTest, QuietLargeFilesAreMappedAndReadExactly) {
+  std::string log;
+  while (log.size() < (9u << 20)) log += make_log(1000, static_cast<int>(log.size()));
+  write_file(path("big.log"), log);
+  ReadOptions opt;
+  opt.map_min_bytes = 1 << 20;
+  opt.map_quiet_seconds = 0;
+  MappedCollect sink;
+  InputReport rep = read_inputs({path("big.log")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(sink.sources[0].info.encoding, "plain");
+  EXPECT_EQ(sink.sources[0].data, log);  // every byte, once, in order
+  EXPECT_EQ(sink.windows, 3u);           // 4 MiB windows over 9+ MiB
+  EXPECT_EQ(rep.bytes_read, log.size());
+}
+
+TEST_F(IoTest, MappingStopsAtTheByteLimitLikeReading) {
+  std::string log;
+  while (log.size() < (6u << 20)) log += make_log(1000);
+  write_file(path("big.log"), log);
+  ReadOptions opt;
+  opt.map_min_bytes = 0;
+  opt.map_quiet_seconds = 0;
+  opt.max_total_bytes = 5 << 20;
+  MappedCollect sink;
+  InputReport rep = read_inputs({path("big.log")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].data, log.substr(0, 5 << 20));
+  ASSERT_TRUE(sink.sources[0].error.has_value());
+  EXPECT_EQ(sink.sources[0].error->code, ErrorCode::kLimit);
+}
+
+TEST_F(IoTest, RecentlyWrittenOrSmallOrCompressedFilesAreNotMapped) {
+  write_file(path("live.log"), make_log(20000));
+  in_dir("head -c 300000 live.log | gzip -c > old.log.gz");
+  MappedCollect sink;
+  ReadOptions opt;
+  opt.map_min_bytes = 0;  // live.log was just written: the default quiet time rules it out
+  InputReport rep = read_inputs({path("live.log"), path("old.log.gz")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 2u);
+  EXPECT_EQ(sink.windows, 0u);
+  EXPECT_EQ(sink.sources[0].data, make_log(20000));
+  opt.map_quiet_seconds = 0;
+  opt.map_min_bytes = 1 << 30;  // too small to be worth it
+  MappedCollect sink2;
+  read_inputs({path("live.log")}, sink2, opt);
+  EXPECT_EQ(sink2.windows, 0u);
+}
+
+}  // namespace
+}  // namespace ff::io

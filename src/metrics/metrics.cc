@@ -152,6 +152,32 @@ bool ieq(std::string_view a, std::string_view w) {
   return true;
 }
 
+// 0x80 in each byte of x that is an ASCII digit, 0 in the others (no carry crosses a
+// byte: each is at most 0x7f + 0x50 after its top bit is cleared).
+inline uint64_t digit_bytes(uint64_t x) {
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  const uint64_t low7 = x & ~kHigh;
+  return ((low7 + 0x5050505050505050ull) & ~(low7 + 0x4646464646464646ull) & ~x & kHigh);
+}
+
+// The run of ASCII digits at p (8 bytes readable), up to 8: its length, and its value
+// in `value` (the eight-digit SWAR sum, with the bytes after the run shifted out).
+inline int swar_digits(const char* p, uint64_t& value) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const uint64_t non_digits = ~digit_bytes(w) & 0x8080808080808080ull;
+  const int k = non_digits == 0 ? 8 : __builtin_ctzll(non_digits) >> 3;
+  if (k == 0) {
+    value = 0;
+    return 0;
+  }
+  if (k < 8) w <<= 8 * (8 - k);  // the run's bytes to the top; zero bytes read as leading 0s
+  w = ((w & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
+  w = ((w & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+  value = ((w & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+  return k;
+}
+
 // std::from_chars (general format) for the common short number, faster: when the
 // digits fit in 2^53 and the power of ten is at most 22, mantissa * 10^e (or / 10^-e) is
 // one correctly rounded IEEE operation on exact operands, so the result is the correctly
@@ -164,24 +190,42 @@ size_t read_decimal_fast(const char* b, const char* e, double& v) {
   bool neg = false;
   if (p < e && *p == '-') neg = true, ++p;
   uint64_t mant = 0;
-  int digits = 0, frac_digits = 0;
-  const char* d0 = p;
-  while (p < e && is_digit(*p)) {
-    mant = mant * 10 + static_cast<uint64_t>(*p - '0');
-    ++p;
-    if (++digits > 15) return 0;
-  }
-  bool int_part = p > d0;
-  bool frac_part = false;
-  if (p < e && *p == '.') {
-    const char* f0 = ++p;
+  int frac_digits = 0;
+  bool int_part = false, frac_part = false;
+  // Eight bytes at a time when the text has them: runs of fewer than eight digits before
+  // and after the point (the shape of nearly every logged number).
+  uint64_t ip = 0, fp = 0;
+  int ik = 0, fk = 0;
+  if (e - p >= 8 && (ik = swar_digits(p, ip)) < 8 &&
+      !(p[ik] == '.' && (e - (p + ik + 1) < 8 || (fk = swar_digits(p + ik + 1, fp)) == 8))) {
+    static constexpr uint64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    int_part = ik > 0;
+    p += ik;
+    if (*p == '.') {
+      frac_part = fk > 0;
+      p += 1 + fk;
+      frac_digits = fk;
+    }
+    mant = ip * kPow10Int[fk] + fp;  // at most 14 digits: exact
+  } else {
+    int digits = 0;
+    const char* d0 = p;
     while (p < e && is_digit(*p)) {
       mant = mant * 10 + static_cast<uint64_t>(*p - '0');
       ++p;
-      ++frac_digits;
       if (++digits > 15) return 0;
     }
-    frac_part = p > f0;
+    int_part = p > d0;
+    if (p < e && *p == '.') {
+      const char* f0 = ++p;
+      while (p < e && is_digit(*p)) {
+        mant = mant * 10 + static_cast<uint64_t>(*p - '0');
+        ++p;
+        ++frac_digits;
+        if (++digits > 15) return 0;
+      }
+      frac_part = p > f0;
+    }
   }
   if (!int_part && !frac_part) return 0;
   int exp10 = -frac_digits;
@@ -694,18 +738,32 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
   }
   // 2. Thinning, sample by sample in line order, as Series::add does it (each series
   // sees its own samples in their order; the interleaving does not matter).
+  for (size_t pi = 0; pi < b.used_parts_; ++pi) {
+    SeriesBatch::Part& P = b.parts_[pi];
+    if (P.series == nullptr) continue;
+    const Series& S = *static_cast<const Series*>(P.series);
+    P.seen_since_kept = S.seen_since_kept;
+    P.stride = S.stride;
+    P.has_points = !S.points.empty();
+  }
   for (const SeriesBatch::Sample& s : b.samples_) {
-    Series& S = *static_cast<Series*>(b.parts_[s.part].series);
-    if (++S.seen_since_kept >= S.stride || S.points.empty()) {
-      S.seen_since_kept = 0;
-      S.points.push_back(point(s));
-      if (S.points.size() >= Series::kMaxPoints) {
-        size_t w = 0;
-        for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
-        S.points.resize(w);
-        S.stride *= 2;
-      }
+    SeriesBatch::Part& P = b.parts_[s.part];
+    if (++P.seen_since_kept < P.stride && P.has_points) continue;
+    Series& S = *static_cast<Series*>(P.series);
+    P.seen_since_kept = 0;
+    P.has_points = true;
+    S.points.push_back(point(s));
+    if (S.points.size() >= Series::kMaxPoints) {
+      size_t w = 0;
+      for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
+      S.points.resize(w);
+      S.stride *= 2;
+      P.stride = S.stride;
     }
+  }
+  for (size_t pi = 0; pi < b.used_parts_; ++pi) {
+    const SeriesBatch::Part& P = b.parts_[pi];
+    if (P.series != nullptr) static_cast<Series*>(P.series)->seen_since_kept = P.seen_since_kept;
   }
   // 3. Per rank: the last step and the last progress line.
   for (size_t ri = 0; ri < b.used_ranks_; ++ri) {

@@ -196,6 +196,11 @@ class SeriesBatch {
     uint32_t count = 0;
     bool has_finite = false, has_nonfinite = false;
     void* series = nullptr;  // append(): the Series it goes to
+    // append(): the Series' thinning state, copied here so that the pass over the
+    // samples reads a small array instead of map nodes
+    uint64_t seen_since_kept = 0;
+    uint32_t stride = 1;
+    bool has_points = false;
   };
   struct Rank {
     int rank = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -26,6 +27,35 @@ std::map<std::string, double> parse(std::string_view line, double* step = nullpt
   for (const auto& s : p.samples) m[aliases().name(s.metric)] = s.value;
   if (step) *step = p.has_step ? p.step : -1;
   return m;
+}
+
+// The number reader (eight bytes at a time, or digit by digit, or from_chars) gives
+// exactly what std::from_chars gives, whatever the digits around the point and however
+// many bytes follow the number in the text.
+TEST(Progress, NumbersReadExactlyAsFromChars) {
+  std::mt19937_64 rng(7);
+  const char* tails[] = {"", " ", " | lr 1", " tokens/s and more text after it"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string num;
+    if (rng() % 4 == 0) num += '-';
+    const int ik = static_cast<int>(rng() % 12), fk = static_cast<int>(rng() % 12);
+    for (int k = 0; k < ik; ++k) num += static_cast<char>('0' + rng() % 10);
+    if (fk > 0 || ik == 0) {
+      num += '.';
+      for (int k = 0; k < std::max(fk, ik == 0 ? 1 : 0); ++k) num += static_cast<char>('0' + rng() % 10);
+    }
+    if (rng() % 3 == 0) num += "e-0" + std::to_string(rng() % 10);
+    const std::string line = "step 3 | loss " + num + tails[rng() % 4];
+    ProgressLine p;
+    ASSERT_TRUE(parse_progress_line(line, aliases(), p)) << line;
+    ASSERT_FALSE(p.samples.empty()) << line;
+    ASSERT_EQ(aliases().name(p.samples[0].metric), "loss") << line;
+    const char* b = num.data() + (num[0] == '-' ? 1 : 0);
+    double want = 0;
+    std::from_chars(b, num.data() + num.size(), want);
+    if (num[0] == '-') want = -want;
+    EXPECT_EQ(std::memcmp(&p.samples[0].value, &want, sizeof want), 0) << line << " read " << p.samples[0].value;
+  }
 }
 
 TEST(Progress, PlainPipeSeparated) {

@@ -242,9 +242,19 @@ struct Chunk {
   uint64_t source_bytes = 0, total_lines = 0, cut_lines = 0;
   ChunkResult res;
 
+  // A chunk of a mapped file (io's data_mapped) has its lines in the mapping: `mapped`
+  // is the window's start (LineRef::pos counts from there) and `keep` holds it mapped.
+  const char* mapped = nullptr;
+  std::shared_ptr<const void> keep;
+
   std::string_view line(size_t i) const {
     const LineRef& l = lines[i];
-    return std::string_view((l.side ? side.data() : bytes.data()) + l.pos, l.len);
+    return std::string_view((l.side ? side.data() : mapped != nullptr ? mapped : bytes.data()) + l.pos, l.len);
+  }
+  // Done with the lines: the window may be unmapped (the events hold copies).
+  void release_mapping() {
+    mapped = nullptr;
+    keep.reset();
   }
   void reset(Kind k) {
     kind = k;
@@ -253,6 +263,7 @@ struct Chunk {
     side.clear();
     lines.clear();
     first_line = 0;
+    release_mapping();
     status = Status::Ok();
     source_bytes = total_lines = cut_lines = 0;
     res.clear();
@@ -941,6 +952,43 @@ class Chunker : public io::ByteSink {
     if (opt_.chunk_bytes < kZeroCopyMin && cur_->bytes.size() >= opt_.chunk_bytes) flush();
   }
 
+  bool accepts_mapped() const override { return opt_.chunk_bytes >= kZeroCopyMin; }
+
+  // A window of a mapped file: cut into chunks of about chunk_bytes whose lines point into
+  // the window (a line that starts in the window before comes from the framer's copy, in
+  // `side`).
+  void data_mapped(std::string_view window, std::shared_ptr<const void> keep) override {
+    flush();
+    for (size_t pos = 0; pos < window.size();) {
+      const std::string_view piece = window.substr(pos, opt_.chunk_bytes);
+      source_bytes_ += piece.size();
+      total_bytes_ += piece.size();
+      Chunk* c = cur_.get();
+      c->mapped = window.data();
+      c->keep = keep;
+      const char* p0 = piece.data();
+      const char* p1 = p0 + piece.size();
+      framer_.feed(piece, [&](const record::RawLine& l) {
+        LineRef ref;
+        ref.offset = l.offset;
+        ref.len = static_cast<uint32_t>(l.bytes.size());
+        if (l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p1 && !l.bytes.empty()) {
+          ref.pos = static_cast<uint32_t>(l.bytes.data() - window.data());
+          ref.side = 0;
+        } else {
+          ref.pos = static_cast<uint32_t>(c->side.size());
+          ref.side = 1;
+          c->side.append(l.bytes);
+        }
+        if (c->lines.empty()) c->first_line = l.number;
+        c->lines.push_back(ref);
+      });
+      if (opt_.progress) opt_.progress(total_bytes_);
+      pos += piece.size();
+      flush();
+    }
+  }
+
   void end(const io::SourceInfo&, const Status& status) override {
     Chunk* c = cur_.get();
     framer_.finish([&](const record::RawLine& l) {
@@ -984,6 +1032,7 @@ class Chunker : public io::ByteSink {
     if (cur_->lines.empty()) {
       cur_->bytes.clear();  // bytes of a line still pending in the framer: it keeps its copy
       cur_->side.clear();
+      cur_->release_mapping();
       return;
     }
     send(std::move(cur_));
@@ -1012,6 +1061,7 @@ class Inline {
   void emit(std::unique_ptr<Chunk> c) {
     worker_.run(*c);
     merger_.process(*c);
+    c->release_mapping();
     spare_ = std::move(c);
   }
   std::unique_ptr<Chunk> fresh() {
@@ -1074,6 +1124,7 @@ class Pipeline {
         ++next_merge_;
         lk.unlock();
         merger_.process(*m);
+        m->release_mapping();
         lk.lock();
         spares_.push_back(std::move(m));
         --in_flight_;
