@@ -439,8 +439,25 @@ bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out
 // around its numbers is tokenized the same, and only its numbers need reading.
 namespace {
 
-// a[0..n) == b[0..n), for the short texts between numbers (a memcmp call costs more).
+// a[0..n) == b[0..n), for the short texts between numbers (a memcmp call costs more):
+// two overlapping loads cover 4..16 bytes.
 inline bool same_bytes(const char* a, const char* b, size_t n) {
+  if (n >= 4 && n <= 16) {
+    if (n >= 8) {
+      uint64_t x0, y0, x1, y1;
+      std::memcpy(&x0, a, 8);
+      std::memcpy(&y0, b, 8);
+      std::memcpy(&x1, a + n - 8, 8);
+      std::memcpy(&y1, b + n - 8, 8);
+      return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    uint32_t x0, y0, x1, y1;
+    std::memcpy(&x0, a, 4);
+    std::memcpy(&y0, b, 4);
+    std::memcpy(&x1, a + n - 4, 4);
+    std::memcpy(&y1, b + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
   while (n >= 8) {
     uint64_t x, y;
     std::memcpy(&x, a, 8);
@@ -456,6 +473,53 @@ inline bool same_bytes(const char* a, const char* b, size_t n) {
 
 }  // namespace
 
+// read_number for the common case, in fewer steps: [-]digits[.digits][e[+-]ddd] with
+// fewer than eight digits on each side of the point, at p, the text ending at e. False:
+// not that shape, or too near the end for the eight-byte reads (read_number decides).
+// Same value and length as read_number.
+inline bool read_plain_decimal(const char* p, const char* e, double& v, size_t& len) {
+  static constexpr uint64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* const start = p;
+  const bool neg = *p == '-';
+  p += neg;
+  if (e - p < 8) return false;
+  uint64_t ip, fp = 0;
+  const int ik = swar_digits(p, ip);
+  if (ik == 8) return false;
+  p += ik;
+  int fk = 0;
+  if (*p == '.') {
+    if (e - (p + 1) < 8) return false;
+    fk = swar_digits(p + 1, fp);
+    if (fk == 8) return false;
+    p += 1 + fk;
+  }
+  if (ik + fk == 0) return false;
+  int exp10 = -fk;
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    const char* q = p + 1;
+    bool eneg = false;
+    if (q < e && (*q == '-' || *q == '+')) eneg = *q++ == '-';
+    int x = 0, xk = 0;
+    while (q < e && *q >= '0' && *q <= '9') {
+      if (++xk > 3) return false;
+      x = x * 10 + (*q++ - '0');
+    }
+    if (xk > 0) {  // a well-formed exponent is part of the number; else it is not read
+      exp10 += eneg ? -x : x;
+      p = q;
+    }
+  }
+  if (exp10 < -22 || exp10 > 22) return false;
+  const double m = static_cast<double>(ip * kPow10Int[fk] + fp);  // at most 14 digits: exact
+  const double r = exp10 >= 0 ? m * kPow10[exp10] : m / kPow10[-exp10];
+  v = neg ? -r : r;
+  len = static_cast<size_t>(p - start);
+  return true;
+}
+
 bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine& out) const {
   out.has_step = false;
   out.samples.clear();
@@ -467,9 +531,12 @@ bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine
     lit += k.lit_len;
     if (pos >= s.size()) return false;
     double v = 0;
-    const char c = s[pos];
-    size_t n = read_number(s, pos, v);
-    if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) return false;
+    size_t n;
+    if (!read_plain_decimal(s.data() + pos, s.data() + s.size(), v, n)) {
+      const char c = s[pos];
+      n = read_number(s, pos, v);
+      if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) return false;
+    }
     if (k.metric != kNoMetric) {
       if (k.metric == a_.step()) {
         if (!out.has_step && std::isfinite(v)) {
