@@ -643,7 +643,6 @@ namespace ff::metrics {
 void SeriesBatch::clear() {
   used_ranks_ = used_parts_ = 0;
   lines_.clear();
-  samples_.clear();
   std::fill(rank_index_.begin(), rank_index_.end(), std::pair<int, uint32_t>{0, 0});
   last_slot_ = UINT32_MAX;
 }
@@ -653,10 +652,9 @@ SeriesBatch::Part& SeriesBatch::new_part(MetricId metric) {
   Part& P = parts_[used_parts_++];
   P.metric = metric;
   P.min = P.max = 0;
-  P.first_at = P.last_at = P.min_at = P.max_at = P.nonfinite_at = 0;
-  P.count = 0;
+  P.min_at = P.max_at = P.nonfinite_at = 0;
   P.has_finite = P.has_nonfinite = false;
-  P.series = nullptr;
+  P.samples.clear();
   return P;
 }
 
@@ -702,7 +700,7 @@ SeriesBatch::Rank& SeriesBatch::rank_slot(int rank) {
 void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
                       uint32_t text_ref) {
   Rank& r = rank_slot(rank);
-  Line at{0, line_no, time_us, source, 0, text_ref, last_slot_};
+  Line at{0, line_no, time_us, source, 0, text_ref};
   if (line.has_step) {
     at.step = line.step;
     r.has_step = true;
@@ -722,10 +720,10 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
     if (pi < 0) {
       pi = static_cast<int32_t>(used_parts_);
       r.part_of_metric[s.metric] = pi;
-      new_part(s.metric).first_at = static_cast<uint32_t>(samples_.size());
+      new_part(s.metric);
     }
     Part& P = parts_[static_cast<size_t>(pi)];
-    const uint32_t at_i = static_cast<uint32_t>(samples_.size());
+    const uint32_t at_i = static_cast<uint32_t>(P.samples.size());
     if (std::isfinite(s.value)) {
       if (!P.has_finite || s.value < P.min) P.min = s.value, P.min_at = at_i;
       if (!P.has_finite || s.value > P.max) P.max = s.value, P.max_at = at_i;
@@ -734,9 +732,7 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
       P.has_nonfinite = true;
       P.nonfinite_at = at_i;
     }
-    P.last_at = at_i;
-    ++P.count;
-    samples_.push_back({s.value, li, static_cast<uint32_t>(pi)});
+    P.samples.push_back({s.value, li});
   }
 }
 
@@ -760,88 +756,80 @@ Series& SeriesSet::series_of(RankRefs& refs, MetricId metric, int rank) {
 }
 
 void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint32_t)>& text_of) {
-  // The point of a sample: its line's step (a step-less line before its rank's first
-  // step in the batch: the rank's last step before the batch + 1, + 1, ..., as add() numbers them).
-  auto point = [&](const SeriesBatch::Sample& s) {
-    const SeriesBatch::Line& l = b.lines_[s.line];
-    const double step = l.rel != 0 ? b.ranks_[l.rank_slot].rel_base + (l.rel - 1) : l.step;
-    return Point{step, s.value, l.source, l.line_no, l.time_us};
-  };
-  auto text = [&](const SeriesBatch::Sample& s) { return capped(text_of(b.lines_[s.line].text_ref)); };
-  // 1. Per rank and metric: the summaries.
+  std::vector<double> rel_steps;
   for (size_t ri = 0; ri < b.used_ranks_; ++ri) {
     SeriesBatch::Rank& r = b.ranks_[ri];
+    // Step-less lines before the rank's first step in the batch: the rank's last step
+    // before the batch + 1, + 1, ... (added one at a time, as add() does).
     RankRefs& refs = refs_of(r.rank);
-    r.rel_base = refs.last_step != nullptr ? *refs.last_step + 1 : 1;
+    rel_steps.assign(static_cast<size_t>(r.rel) + 1, 0);
+    if (r.rel > 0) {
+      rel_steps[1] = refs.last_step != nullptr ? *refs.last_step + 1 : 1;
+      for (size_t k = 2; k <= r.rel; ++k) rel_steps[k] = rel_steps[k - 1] + 1;
+    }
+    auto point_of_line = [&](uint32_t li, double value) {
+      const SeriesBatch::Line& l = b.lines_[li];
+      return Point{l.rel != 0 ? rel_steps[l.rel] : l.step, value, l.source, l.line_no, l.time_us};
+    };
+    auto point = [&](const SeriesBatch::Sample& s) { return point_of_line(s.line, s.value); };
+    auto text = [&](const SeriesBatch::Sample& s) { return capped(text_of(b.lines_[s.line].text_ref)); };
     for (int32_t pi : r.part_of_metric) {
       if (pi < 0) continue;
       SeriesBatch::Part& P = b.parts_[static_cast<size_t>(pi)];
-      if (P.count == 0) continue;
+      if (P.samples.empty()) continue;
       Series& S = series_of(refs, P.metric, r.rank);
-      P.series = &S;
-      if (S.count == 0) S.first = point(b.samples_[P.first_at]);
-      S.count += P.count;
-      S.last = point(b.samples_[P.last_at]);
+      if (S.count == 0) S.first = point(P.samples.front());
+      S.count += P.samples.size();
+      S.last = point(P.samples.back());
       // The first point that reaches the minimum over both: the earlier one on a tie.
       if (P.has_finite) {
         if (!S.has_finite || P.min < S.min) {
           S.min = P.min;
-          S.min_point = point(b.samples_[P.min_at]);
-          S.min_text.assign(text(b.samples_[P.min_at]));
+          S.min_point = point(P.samples[P.min_at]);
+          S.min_text.assign(text(P.samples[P.min_at]));
         }
         if (!S.has_finite || P.max > S.max) {
           S.max = P.max;
-          S.max_point = point(b.samples_[P.max_at]);
-          S.max_text.assign(text(b.samples_[P.max_at]));
+          S.max_point = point(P.samples[P.max_at]);
+          S.max_text.assign(text(P.samples[P.max_at]));
         }
         S.has_finite = true;
       }
       if (P.has_nonfinite && !S.has_nonfinite) {
         S.has_nonfinite = true;
-        S.first_nonfinite = point(b.samples_[P.nonfinite_at]);
-        S.nonfinite_text.assign(text(b.samples_[P.nonfinite_at]));
+        S.first_nonfinite = point(P.samples[P.nonfinite_at]);
+        S.nonfinite_text.assign(text(P.samples[P.nonfinite_at]));
+      }
+      // Thinning, as Series::add does it point by point, jumping over the points it drops.
+      const size_t n = P.samples.size();
+      size_t i = 0;
+      while (i < n) {
+        if (!S.points.empty()) {
+          uint64_t skip = S.seen_since_kept + 1 >= S.stride ? 0 : S.stride - S.seen_since_kept - 1;
+          if (skip >= n - i) {
+            S.seen_since_kept += n - i;
+            break;
+          }
+          i += skip;
+          S.seen_since_kept += skip;
+        }
+        if (++S.seen_since_kept >= S.stride || S.points.empty()) {
+          S.seen_since_kept = 0;
+          S.points.push_back(point(P.samples[i]));
+          if (S.points.size() >= Series::kMaxPoints) {
+            size_t w = 0;
+            for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
+            S.points.resize(w);
+            S.stride *= 2;
+          }
+        }
+        ++i;
       }
     }
-  }
-  // 2. Thinning, sample by sample in line order, as Series::add does it (each series
-  // sees its own samples in their order; the interleaving does not matter).
-  for (size_t pi = 0; pi < b.used_parts_; ++pi) {
-    SeriesBatch::Part& P = b.parts_[pi];
-    if (P.series == nullptr) continue;
-    const Series& S = *static_cast<const Series*>(P.series);
-    P.seen_since_kept = S.seen_since_kept;
-    P.stride = S.stride;
-    P.has_points = !S.points.empty();
-  }
-  for (const SeriesBatch::Sample& s : b.samples_) {
-    SeriesBatch::Part& P = b.parts_[s.part];
-    if (++P.seen_since_kept < P.stride && P.has_points) continue;
-    Series& S = *static_cast<Series*>(P.series);
-    P.seen_since_kept = 0;
-    P.has_points = true;
-    S.points.push_back(point(s));
-    if (S.points.size() >= Series::kMaxPoints) {
-      size_t w = 0;
-      for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
-      S.points.resize(w);
-      S.stride *= 2;
-      P.stride = S.stride;
-    }
-  }
-  for (size_t pi = 0; pi < b.used_parts_; ++pi) {
-    const SeriesBatch::Part& P = b.parts_[pi];
-    if (P.series != nullptr) static_cast<Series*>(P.series)->seen_since_kept = P.seen_since_kept;
-  }
-  // 3. Per rank: the last step and the last progress line.
-  for (size_t ri = 0; ri < b.used_ranks_; ++ri) {
-    SeriesBatch::Rank& r = b.ranks_[ri];
-    RankRefs& refs = refs_of(r.rank);
-    // (a rank is in the batch because a line gave it a step or counted it in rel)
     if (refs.last_step == nullptr) refs.last_step = &last_step_[r.rank];
-    *refs.last_step = r.has_step ? r.last_step : r.rel_base + (r.rel - 1);
+    *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];
     if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[r.rank];
-    const SeriesBatch::Line& l = b.lines_[r.last_line];
-    *refs.last_progress = Point{l.rel != 0 ? r.rel_base + (l.rel - 1) : l.step, 0, l.source, l.line_no, l.time_us};
+    *refs.last_progress = point_of_line(r.last_line, 0);
   }
   b.clear();
 }

@@ -179,28 +179,17 @@ class SeriesBatch {
     // step in the batch; its step waits for the rank's last step before the batch.
     uint32_t rel;
     uint32_t text_ref;
-    uint32_t rank_slot;  // index into ranks_
   };
-  // Every sample of the batch, in line order, in one array: written in sequence while
-  // the chunk is read (one growing array per (metric, rank) scattered the writes).
   struct Sample {
     double value;
     uint32_t line;  // index into lines_
-    uint32_t part;  // index into parts_
   };
-  struct Part {  // one (metric, rank): Series' summary over the batch
+  struct Part {  // one (metric, rank): Series' summary over the batch, and every sample
     MetricId metric = 0;
     double min = 0, max = 0;
-    // indices into samples_
-    uint32_t first_at = 0, last_at = 0, min_at = 0, max_at = 0, nonfinite_at = 0;
-    uint32_t count = 0;
+    uint32_t min_at = 0, max_at = 0, nonfinite_at = 0;  // indices into samples
     bool has_finite = false, has_nonfinite = false;
-    void* series = nullptr;  // append(): the Series it goes to
-    // append(): the Series' thinning state, copied here so that the pass over the
-    // samples reads a small array instead of map nodes
-    uint64_t seen_since_kept = 0;
-    uint32_t stride = 1;
-    bool has_points = false;
+    std::vector<Sample> samples;
   };
   struct Rank {
     int rank = 0;
@@ -208,13 +197,11 @@ class SeriesBatch {
     double last_step = 0;      // valid when has_step
     uint32_t rel = 0;          // step-less lines before has_step
     uint32_t last_line = 0;    // its last progress line, index into lines_
-    double rel_base = 0;       // append(): the step of its first step-less line
     std::vector<int32_t> part_of_metric;  // MetricId -> index into parts_, -1 if none
   };
   Rank& rank_slot(int rank);
   Part& new_part(MetricId metric);
   std::vector<Line> lines_;
-  std::vector<Sample> samples_;
   std::vector<Rank> ranks_;  // the first used_ranks_ are this batch's
   std::vector<Part> parts_;  // the first used_parts_ are this batch's
   size_t used_ranks_ = 0, used_parts_ = 0;
