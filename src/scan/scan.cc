@@ -1080,10 +1080,20 @@ class Pipeline {
   Pipeline(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt, unsigned threads)
       : engine_(engine), opt_(opt), merger_(engine, sink, job, opt), max_in_flight_(2 * threads + 2) {}
 
-  // Reader side: blocks while too many chunks are in flight (memory stays bounded).
+  // Reader side. While too many chunks are in flight (memory stays bounded), the reader
+  // does a queued chunk's work itself rather than wait: on a machine with as many
+  // scanning threads as cores, the reader (idle most of the time with mmap) then takes
+  // its share instead of competing with the scanning threads for a core.
   void submit(std::unique_ptr<Chunk> c) {
     std::unique_lock<std::mutex> lk(mu_);
-    space_.wait(lk, [&] { return in_flight_ < max_in_flight_; });
+    while (in_flight_ >= max_in_flight_) {
+      if (queue_.empty()) {
+        space_.wait(lk);
+        continue;
+      }
+      if (!reader_worker_) reader_worker_ = std::make_unique<LineWorker>(engine_, opt_);
+      run_one(*reader_worker_, lk);
+    }
     ++in_flight_;
     queue_.push_back(std::move(c));
     work_.notify_one();
@@ -1109,6 +1119,15 @@ class Pipeline {
     for (;;) {
       work_.wait(lk, [&] { return !queue_.empty() || closed_; });
       if (queue_.empty()) return;
+      run_one(worker, lk);
+    }
+  }
+
+ private:
+  // Phase A on the next queued chunk, then phase B on every chunk whose turn it is
+  // (unless another thread is merging). Called with lk held and queue_ not empty.
+  void run_one(LineWorker& worker, std::unique_lock<std::mutex>& lk) {
+    {
       std::unique_ptr<Chunk> c = std::move(queue_.front());
       queue_.pop_front();
       lk.unlock();
@@ -1116,7 +1135,7 @@ class Pipeline {
       lk.lock();
       uint64_t seq = c->seq;
       done_.emplace(seq, std::move(c));
-      if (merging_) continue;
+      if (merging_) return;
       merging_ = true;
       for (auto it = done_.find(next_merge_); it != done_.end(); it = done_.find(next_merge_)) {
         std::unique_ptr<Chunk> m = std::move(it->second);
@@ -1134,7 +1153,6 @@ class Pipeline {
     }
   }
 
- private:
   const Engine& engine_;
   const ScanOptions& opt_;
   Merger merger_;
@@ -1148,6 +1166,7 @@ class Pipeline {
   size_t in_flight_ = 0;
   bool merging_ = false;
   bool closed_ = false;
+  std::unique_ptr<LineWorker> reader_worker_;  // the reader's, made when it first helps
 };
 
 // Threads for a job: as asked; by default one per core, but one for a small job (a
@@ -1191,8 +1210,10 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
       rep = io::read_inputs(inputs, chunker, ro);
       pipe.close();
     });
+    // `threads` in all: the reader (which scans too, when the scanning threads fall
+    // behind), this thread, and threads - 2 more.
     std::vector<std::thread> workers;
-    for (unsigned i = 1; i < threads; ++i) workers.emplace_back([&] { pipe.work(); });
+    for (unsigned i = 2; i < threads; ++i) workers.emplace_back([&] { pipe.work(); });
     pipe.work();
     for (auto& w : workers) w.join();
     reader.join();

@@ -109,8 +109,9 @@ struct ScanOptions {
   size_t max_line = 1 << 20;              // bytes of one line that are examined
   uint64_t max_events_per_pattern = 2000; // per source; further hits are counted only
   io::ReadOptions read;                   // scan_job's input limits (expansion, archive members)
-  // Scanning threads; 0: one per core. One more thread reads (and decompresses). The
-  // result is the same for every value: see "Threads" in scan.cc.
+  // Threads; 0: one per core. With 2 or more, one of them reads (and decompresses) and
+  // scans too when the others fall behind; with 1, everything runs on the calling thread.
+  // The result is the same for every value: see "Threads" in scan.cc.
   unsigned threads = 0;
   // Bytes of lines per chunk, the unit of parallel work. Small values (tests) cross chunk
   // boundaries often; below 64 KiB the bytes are copied into chunks instead of read there.
