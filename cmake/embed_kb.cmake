@@ -1,5 +1,5 @@
 # Generates a C++ source that holds every knowledge-base file (kb/**/*.yaml) as a raw
-# string, so the binary works offline with no install step.
+# string, so the binary works offline with no install step, and a hash of them all.
 # Usage: cmake -DKB_DIR=... -DOUT=... -P embed_kb.cmake
 file(GLOB_RECURSE files RELATIVE "${KB_DIR}" "${KB_DIR}/*.yaml")
 list(SORT files)
@@ -12,7 +12,12 @@ foreach(f IN LISTS files)
   endif()
   string(APPEND body "      {\"${f}\", R\"ffkb(${content})ffkb\", true},\n")
 endforeach()
-string(APPEND body "  };\n  return kFiles;\n}\n\n}  // namespace ff::kb\n")
+string(APPEND body "  };\n  return kFiles;\n}\n\n")
+# The files' hash keys the parsed-KB cache; computed here, a start does not read ~1 MB of
+# YAML to learn that nothing changed. The table above holds every path and content.
+string(SHA256 digest "${body}")
+string(SUBSTRING "${digest}" 0 16 digest)
+string(APPEND body "uint64_t embedded_files_hash() { return 0x${digest}ull; }\n\n}  // namespace ff::kb\n")
 if(EXISTS "${OUT}")
   file(READ "${OUT}" old)
   if(old STREQUAL body)

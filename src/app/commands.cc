@@ -55,11 +55,12 @@ void print_errors(const std::vector<Error>& errors, const char* what) {
 
 }  // namespace
 
-Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors) {
+Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors, KbFields fields) {
   Loaded l;
   kb::LoadOptions lo;
   lo.cache_dir = cache_dir(opt);
-  kb::LoadResult r = kb::load(kb::embedded_files(), opt.kb_dirs, lo);
+  lo.page_fields = fields == KbFields::kAll;
+  kb::LoadResult r = kb::load_embedded(opt.kb_dirs, lo);
   if (!quiet_kb_errors) print_errors(r.errors, "knowledge base");
   l.kb_errors = std::move(r.errors);
   l.kb = std::make_unique<kb::KnowledgeBase>(std::move(r.kb));
@@ -91,7 +92,7 @@ void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inpu
 
 int run_diagnose(const Options& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  auto loaded = load_everything(opt, false);
+  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
     return 2;
@@ -170,7 +171,7 @@ class JsonlSink : public scan::EventSink {
 }  // namespace
 
 int run_events(const Options& opt) {
-  auto loaded = load_everything(opt, false);
+  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
     return 2;
@@ -413,7 +414,7 @@ int run_search(const Options& opt) {
 int run_site(const Options& opt) {
   kb::LoadOptions lo;
   lo.cache_dir = cache_dir(opt);
-  kb::LoadResult r = kb::load(kb::embedded_files(), opt.kb_dirs, lo);
+  kb::LoadResult r = kb::load_embedded(opt.kb_dirs, lo);
   print_errors(r.errors, "knowledge base");
   if (r.kb.entries.empty()) {
     fmt::print(stderr, "firstfault: the knowledge base has no usable entries\n");

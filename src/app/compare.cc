@@ -98,7 +98,7 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
 }
 
 int run_diff(const Options& opt) {
-  auto loaded = load_everything(opt, false);
+  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
     return 2;
@@ -256,7 +256,7 @@ int run_diff(const Options& opt) {
 }
 
 int run_verify(const Options& opt) {
-  auto loaded = load_everything(opt, false);
+  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
     return 2;

@@ -23,7 +23,10 @@ struct Loaded {
   std::vector<Error> kb_errors;
 };
 
-Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors);
+// kDiagnosis: only the entry fields a diagnosis reads (kb::LoadOptions::page_fields), for
+// the commands that diagnose, which must start fast.
+enum class KbFields { kAll, kDiagnosis };
+Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors, KbFields fields = KbFields::kAll);
 
 // The scan's per-source statistics as the analysis sees them.
 std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats);

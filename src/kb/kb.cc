@@ -1,16 +1,19 @@
 #include "kb/kb.h"
 
+#include <fcntl.h>
 #include <re2/re2.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "base/strings.h"
 
@@ -416,126 +419,251 @@ void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
 namespace {
 
 // ---- the parsed-KB cache: YAML parsing dominates start-up, so the loaded model is kept
-// as MessagePack keyed by the hash of every file's path and content.
-using nlohmann::json;
+// keyed by the hash of every file's path and content, in a binary layout read straight
+// into the structs: u32 counts, length-prefixed strings, numbers as their bytes (the file
+// never leaves the machine that wrote it). The reader checks every length against the
+// bytes left, so a short or damaged file is noticed and the YAML parsed instead.
 
-json errors_to_json(const std::vector<Error>& errors) {
-  json a = json::array();
-  for (const auto& e : errors)
-    a.push_back({static_cast<int>(e.code), e.message, e.where.file, e.where.line, e.where.field});
-  return a;
+constexpr const char* kCacheMagic = "ffkb";
+constexpr const char* kCacheVersion = "kbcache-5";
+
+// One field list per type serves both directions, so the writer and the reader cannot
+// disagree on the layout.
+template <typename T, typename U>
+concept Is = std::is_same_v<std::remove_const_t<T>, U>;
+
+void fields(auto& io, Is<Pattern> auto& p) { io(p.id, p.role, p.regex, p.literal, p.priority, p.line); }
+void fields(auto& io, Is<Example> auto& x) { io(x.text, x.captures, x.line); }
+void fields(auto& io, Is<Symptom> auto& s) { io(s.symptom, s.why); }
+void fields(auto& io, Is<Reference> auto& r) { io(r.url, r.note); }
+void fields(auto& io, Is<Lookalike> auto& l) { io(l.id, l.how_to_tell); }
+// An entry is the fields a diagnosis reads, then the page fields (LoadOptions::page_fields),
+// which the cache keeps in a section of their own so that a load without them skips it.
+void fields(auto& io, Is<Entry> auto& e) {
+  io(e.id, e.title, e.category, e.severity, e.summary, e.patterns, e.symptoms, e.root_cause, e.fix, e.verify,
+     e.references, e.file);
+}
+void page_fields(auto& io, Is<Entry> auto& e) {
+  io(e.phase, e.frameworks, e.tags, e.mechanism, e.affected, e.confirm, e.transience, e.lookalikes, e.prevention,
+     e.related, e.code_examples, e.examples, e.negatives);
+}
+void fields(auto& io, Is<PrefixFormat> auto& f) { io(f.id, f.regex, f.consume, f.time_format, f.samples, f.line); }
+void fields(auto& io, Is<ExceptionRule> auto& r) { io(r.type, r.category); }
+void fields(auto& io, Is<FrameRule> auto& r) { io(r.path, r.category); }
+void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
+void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units); }
+void fields(auto& io, Is<KnowledgeBase> auto& kb) {
+  io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs,
+     kb.exception_default_category);
+}
+void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
+void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }
+
+// Empties every field it is given (page_fields(clear, e) for a load without them).
+struct ClearFields {
+  template <typename... T>
+  void operator()(T&... v) const { ((v = T{}), ...); }
+};
+
+class CacheWriter {
+ public:
+  template <typename... T>
+  void operator()(const T&... v) { (put(v), ...); }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  template <typename T>
+  void scalar(T v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void put(uint32_t v) { scalar(v); }
+  void put(uint64_t v) { scalar(v); }
+  void put(int v) { scalar(v); }
+  void put(double v) { scalar(v); }
+  void put(bool v) { scalar(static_cast<uint8_t>(v)); }
+  void put(Role v) { scalar(static_cast<uint8_t>(v)); }
+  void put(ErrorCode v) { scalar(static_cast<uint8_t>(v)); }
+  void put(const std::string& s) {
+    put(static_cast<uint32_t>(s.size()));
+    out_ += s;
+  }
+  template <typename T>
+  void put(const std::vector<T>& v) {
+    put(static_cast<uint32_t>(v.size()));
+    for (const T& x : v) put(x);
+  }
+  void put(const std::map<std::string, std::string>& m) {
+    put(static_cast<uint32_t>(m.size()));
+    for (const auto& [k, v] : m) put(k), put(v);
+  }
+  template <typename T>
+  void put(const T& x) { fields(*this, x); }
+
+  std::string out_;
+};
+
+class CacheReader {
+ public:
+  explicit CacheReader(std::string_view in) : in_(in) {}
+  template <typename... T>
+  void operator()(T&... v) { (get(v), ...); }
+  // Everything read was there and nothing is left over.
+  bool complete() const { return ok_ && pos_ == in_.size(); }
+
+ private:
+  // The next n bytes, or null (and the reader has failed) when fewer are left.
+  const char* take(size_t n) {
+    if (!ok_ || n > in_.size() - pos_) {
+      ok_ = false;
+      return nullptr;
+    }
+    pos_ += n;
+    return in_.data() + pos_ - n;
+  }
+  template <typename T>
+  void scalar(T& v) {
+    if (const char* p = take(sizeof v)) std::memcpy(&v, p, sizeof v);
+  }
+  // A one-byte enum whose value must not pass `last`.
+  template <typename E>
+  void enumerator(E& v, E last) {
+    uint8_t b = 0;
+    scalar(b);
+    if (b > static_cast<uint8_t>(last)) ok_ = false;
+    else v = static_cast<E>(b);
+  }
+  // Every item of a list takes at least four bytes, so a count the bytes left cannot hold
+  // is damage, found before anything is built for it.
+  uint32_t count() {
+    uint32_t n = 0;
+    scalar(n);
+    if (n > (in_.size() - pos_) / 4) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  void get(uint32_t& v) { scalar(v); }
+  void get(uint64_t& v) { scalar(v); }
+  void get(int& v) { scalar(v); }
+  void get(double& v) { scalar(v); }
+  void get(bool& v) {
+    uint8_t b = 0;
+    scalar(b);
+    if (b > 1) ok_ = false;
+    v = b == 1;
+  }
+  void get(Role& v) { enumerator(v, Role::kContext); }
+  void get(ErrorCode& v) { enumerator(v, ErrorCode::kInternal); }
+  void get(std::string_view& s) {
+    uint32_t n = 0;
+    scalar(n);
+    if (const char* p = take(n)) s = {p, n};
+  }
+  void get(std::string& s) {
+    std::string_view v;
+    get(v);
+    s = v;
+  }
+  template <typename T>
+  void get(std::vector<T>& v) {
+    uint32_t n = count();
+    // Room for all n at once saves moving the items as the vector grows, but never more
+    // than the bytes left: a damaged count must not reserve gigabytes.
+    v.reserve(std::min<size_t>(n, (in_.size() - pos_) / sizeof(T)));
+    for (uint32_t i = 0; i < n && ok_; ++i) get(v.emplace_back());
+  }
+  void get(std::map<std::string, std::string>& m) {
+    for (uint32_t i = 0, n = count(); i < n && ok_; ++i) {
+      std::string k, v;
+      get(k), get(v);
+      m.emplace_hint(m.end(), std::move(k), std::move(v));
+    }
+  }
+  template <typename T>
+  void get(T& x) { fields(*this, x); }
+
+  std::string_view in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// The whole of a regular file, or false when it cannot be opened or read.
+bool read_file(const std::string& path, std::string& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (ok) out.resize(static_cast<size_t>(st.st_size));
+  for (size_t got = 0; ok && got < out.size();) {
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ok = false;  // an error, or a file that shrank under us
+    else got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return ok;
 }
 
-std::vector<Error> errors_from_json(const json& a) {
-  std::vector<Error> out;
-  for (const auto& e : a)
-    out.push_back(make_error(static_cast<ErrorCode>(e[0].get<int>()), e[1].get<std::string>(),
-                             {e[2].get<std::string>(), e[3].get<int>(), e[4].get<std::string>()}));
-  return out;
+// The cached model and its files' errors, or false when the file is missing, damaged,
+// short, or of another version or key. The file is mapped rather than read into memory,
+// which meant zeroing and copying its megabyte first (0.8 ms, more than the decoding of
+// what a diagnosis needs). Mapping is safe because a cache file is never rewritten in
+// place: write_cache renames a new one over it.
+bool read_cache(const std::string& path, uint64_t hash, bool with_pages, KnowledgeBase& kb,
+                std::vector<Error>& errors) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  size_t size = 0;
+  void* map = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    size = static_cast<size_t>(st.st_size);
+    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  ::close(fd);
+  if (map == MAP_FAILED) return false;
+  CacheReader in(std::string_view(static_cast<const char*>(map), size));
+  std::string magic, version;
+  uint64_t key = 0;
+  std::string_view pages;
+  in(magic, version, key);
+  bool ok = magic == kCacheMagic && version == kCacheVersion && key == hash;
+  if (ok) in(kb, errors, pages);
+  ok = ok && in.complete();
+  if (ok && with_pages) {
+    CacheReader page_in(pages);
+    for (Entry& e : kb.entries) page_fields(page_in, e);
+    ok = page_in.complete();
+  }
+  ::munmap(map, size);
+  return ok;
 }
 
-json kb_to_json(const KnowledgeBase& kb) {
-  json j;
-  json entries = json::array();
-  for (const auto& e : kb.entries) {
-    json pats = json::array();
-    for (const auto& p : e.patterns)
-      pats.push_back({p.id, static_cast<int>(p.role), p.regex, p.literal, p.priority, p.line});
-    json syms = json::array();
-    for (const auto& s : e.symptoms) syms.push_back({s.symptom, s.why});
-    json refs = json::array();
-    for (const auto& r : e.references) refs.push_back({r.url, r.note});
-    json exs = json::array();
-    for (const auto& x : e.examples) exs.push_back({x.text, x.captures, x.line});
-    json looks = json::array();
-    for (const auto& l : e.lookalikes) looks.push_back({l.id, l.how_to_tell});
-    entries.push_back({e.id, e.title, e.category, e.severity, e.phase, e.frameworks, e.tags, e.summary, pats, syms,
-                       e.root_cause, e.fix, e.verify, e.prevention, e.related, refs, e.code_examples, exs, e.negatives,
-                       e.file, e.mechanism, e.affected, e.confirm, e.transience, looks});
+void write_cache(const std::string& dir, const std::string& path, uint64_t hash, const KnowledgeBase& kb,
+                 const std::vector<Error>& errors) {
+  namespace fs = std::filesystem;
+  CacheWriter pages;
+  for (const Entry& e : kb.entries) page_fields(pages, e);
+  CacheWriter w;
+  w(std::string(kCacheMagic), std::string(kCacheVersion), hash, kb, errors, pages.bytes());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  bool written = false;
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    written = static_cast<bool>(out.write(w.bytes().data(), static_cast<std::streamsize>(w.bytes().size())).flush());
   }
-  j["entries"] = std::move(entries);
-  for (const auto* list : {&kb.prefixes, &kb.source_names}) {
-    json pre = json::array();
-    for (const auto& p : *list) pre.push_back({p.id, p.regex, p.consume, p.time_format, p.samples, p.line});
-    j[list == &kb.prefixes ? "prefixes" : "sources"] = std::move(pre);
-  }
-  json ex = json::array();
-  for (const auto& r : kb.exceptions) ex.push_back({r.type, r.category});
-  j["exceptions"] = std::move(ex);
-  json fr = json::array();
-  for (const auto& r : kb.frames) fr.push_back({r.path, r.category});
-  j["frames"] = std::move(fr);
-  j["default"] = kb.exception_default_category;
-  json ms = json::array();
-  for (const auto& m : kb.metric_specs) {
-    json units = json::array();
-    for (const auto& u : m.units) units.push_back({u.unit, u.scale});
-    ms.push_back({m.name, m.keys, units});
-  }
-  j["metrics"] = std::move(ms);
-  return j;
+  if (written) fs::rename(tmp, path, ec);  // atomic: a reader never sees half a file
+  if (!written || ec) fs::remove(tmp, ec);
+  prune_cache(dir, "kb-", 8);
 }
 
-void kb_from_json(const json& j, KnowledgeBase& kb) {
-  for (const auto& x : j["entries"]) {
-    Entry e;
-    e.id = x[0]; e.title = x[1]; e.category = x[2]; e.severity = x[3]; e.phase = x[4];
-    e.frameworks = x[5].get<std::vector<std::string>>();
-    e.tags = x[6].get<std::vector<std::string>>();
-    e.summary = x[7];
-    for (const auto& p : x[8])
-      e.patterns.push_back({p[0], static_cast<Role>(p[1].get<int>()), p[2], p[3], p[4], p[5]});
-    for (const auto& s : x[9]) e.symptoms.push_back({s[0], s[1]});
-    e.root_cause = x[10];
-    e.fix = x[11].get<std::vector<std::string>>();
-    e.verify = x[12];
-    e.prevention = x[13].get<std::vector<std::string>>();
-    e.related = x[14].get<std::vector<std::string>>();
-    for (const auto& r : x[15]) e.references.push_back({r[0], r[1]});
-    e.code_examples = x[16].get<std::map<std::string, std::string>>();
-    for (const auto& ex : x[17]) e.examples.push_back({ex[0], ex[1].get<std::map<std::string, std::string>>(), ex[2]});
-    e.negatives = x[18].get<std::vector<std::string>>();
-    e.file = x[19];
-    e.mechanism = x[20];
-    e.affected = x[21].get<std::vector<std::string>>();
-    e.confirm = x[22].get<std::vector<std::string>>();
-    e.transience = x[23];
-    for (const auto& l : x[24]) e.lookalikes.push_back({l[0], l[1]});
-    kb.entries.push_back(std::move(e));
-  }
-  for (const auto& p : j["prefixes"])
-    kb.prefixes.push_back({p[0], p[1], p[2], p[3], p[4].get<std::vector<std::string>>(), p[5]});
-  for (const auto& p : j["sources"])
-    kb.source_names.push_back({p[0], p[1], p[2], p[3], p[4].get<std::vector<std::string>>(), p[5]});
-  for (const auto& r : j["exceptions"]) kb.exceptions.push_back({r[0], r[1]});
-  for (const auto& r : j["frames"]) kb.frames.push_back({r[0], r[1]});
-  kb.exception_default_category = j["default"];
-  for (const auto& m : j["metrics"]) {
-    MetricSpec spec{m[0], m[1].get<std::vector<std::string>>(), {}};
-    for (const auto& u : m[2]) spec.units.push_back({u[0], u[1]});
-    kb.metric_specs.push_back(std::move(spec));
-  }
-}
+uint64_t hash_file(const File& f, uint64_t hash) { return fnv1a64(f.content, fnv1a64(f.path, hash)); }
 
-constexpr const char* kCacheVersion = "kbcache-4";
-
-std::string read_all(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
-LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs,
-                const LoadOptions& options) {
+// `files` null: the embedded files.
+LoadResult load_files(const std::vector<File>* files, const std::vector<std::string>& override_dirs,
+                      const LoadOptions& options) {
   namespace fs = std::filesystem;
   LoadResult r;
-  // 1. Every file, embedded first, then each override directory in order.
-  std::vector<std::pair<File, bool>> all;  // (file, is_override)
-  for (const File& f : files) all.emplace_back(f, false);
+  // 1. The files of each override directory in order; they come after the given ones.
+  std::vector<File> overrides;
   for (const std::string& dir : override_dirs) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -550,67 +678,65 @@ LoadResult load(const std::vector<File>& files, const std::vector<std::string>& 
     }
     std::sort(paths.begin(), paths.end());
     for (const std::string& p : paths) {
-      bool ok = false;
-      std::string content = read_all(p, ok);
-      if (!ok) {
+      File f{p, "", false};
+      if (!read_file(p, f.content)) {
         r.errors.push_back(make_error(ErrorCode::kIo, "cannot read knowledge-base file", {p, 0, ""}));
         continue;
       }
-      all.emplace_back(File{p, std::move(content), false}, true);
+      overrides.push_back(std::move(f));
     }
   }
-  // 2. The hash of everything decides whether the cached model can be used.
+  // 2. The hash of everything decides whether the cached model can be used. The embedded
+  // files' part was computed at build time, so that a start neither hashes nor copies out
+  // their megabyte.
   uint64_t hash = fnv1a64(kCacheVersion);
-  for (const auto& [f, over] : all) {
-    hash = fnv1a64(f.path, hash);
-    hash = fnv1a64(f.content, hash);
+  if (!files) {
+    uint64_t embedded = embedded_files_hash();
+    hash = fnv1a64(std::string_view(reinterpret_cast<const char*>(&embedded), sizeof embedded), hash);
+  } else {
+    for (const File& f : *files) hash = hash_file(f, hash);
   }
+  for (const File& f : overrides) hash = hash_file(f, hash);
   std::string cache_file;
   if (!options.cache_dir.empty()) {
     char name[64];
-    std::snprintf(name, sizeof(name), "kb-%016llx.msgpack", static_cast<unsigned long long>(hash));
+    std::snprintf(name, sizeof(name), "kb-%016llx.bin", static_cast<unsigned long long>(hash));
     cache_file = (fs::path(options.cache_dir) / name).string();
-    bool ok = false;
-    std::string bytes = read_all(cache_file, ok);
-    if (ok && !bytes.empty()) {
-      json j = json::from_msgpack(bytes, true, false);
-      if (!j.is_discarded()) {
-        try {
-          kb_from_json(j["kb"], r.kb);
-          auto cached_errors = errors_from_json(j["errors"]);
-          r.errors.insert(r.errors.end(), cached_errors.begin(), cached_errors.end());
-          r.kb.hash = hash;
-          Loader::index(r.kb);
-          return r;
-        } catch (const json::exception&) {
-          r.kb = KnowledgeBase{};  // a stale or damaged cache: parse the YAML instead
-        }
-      }
+  }
+  KnowledgeBase cached;
+  std::vector<Error> cached_errors;
+  if (!cache_file.empty() && read_cache(cache_file, hash, options.page_fields, cached, cached_errors)) {
+    r.kb = std::move(cached);
+    r.errors.insert(r.errors.end(), cached_errors.begin(), cached_errors.end());
+  } else {
+    // 3. Parse.
+    std::map<std::string, std::string> id_files;
+    size_t first_parse_error = r.errors.size();
+    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false);
+    for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true);
+    if (!cache_file.empty())
+      write_cache(options.cache_dir, cache_file, hash, r.kb,
+                  std::vector<Error>(r.errors.begin() + static_cast<long>(first_parse_error), r.errors.end()));
+    // Left out here too, so that the model is the same whether the cache had it or not.
+    if (!options.page_fields) {
+      ClearFields clear;
+      for (Entry& e : r.kb.entries) page_fields(clear, e);
     }
   }
-  // 3. Parse.
-  std::map<std::string, std::string> id_files;
-  size_t first_parse_error = r.errors.size();
-  for (const auto& [f, over] : all) load_file(f, r.kb, r.errors, id_files, over);
   r.kb.hash = hash;
   Loader::index(r.kb);
-  if (!cache_file.empty()) {
-    json j;
-    j["kb"] = kb_to_json(r.kb);
-    j["errors"] = errors_to_json(std::vector<Error>(r.errors.begin() + static_cast<long>(first_parse_error), r.errors.end()));
-    std::vector<uint8_t> bytes = json::to_msgpack(j);
-    std::error_code ec;
-    fs::create_directories(options.cache_dir, ec);
-    std::string tmp = cache_file + ".tmp" + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    }
-    fs::rename(tmp, cache_file, ec);  // atomic: a reader never sees half a file
-    if (ec) fs::remove(tmp, ec);
-    prune_cache(options.cache_dir, "kb-", 8);
-  }
   return r;
+}
+
+}  // namespace
+
+LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs,
+                const LoadOptions& options) {
+  return load_files(&files, override_dirs, options);
+}
+
+LoadResult load_embedded(const std::vector<std::string>& override_dirs, const LoadOptions& options) {
+  return load_files(nullptr, override_dirs, options);
 }
 
 }  // namespace ff::kb

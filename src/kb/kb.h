@@ -37,28 +37,38 @@ struct Pattern {
   std::string literal;     // the literal text when the pattern was given as `literal`
   int priority = 0;
   int line = 0;            // line in the YAML file, for messages
+
+  bool operator==(const Pattern&) const = default;
 };
 
 struct Example {
   std::string text;
   std::map<std::string, std::string> captures;
   int line = 0;
+
+  bool operator==(const Example&) const = default;
 };
 
 struct Symptom {
   std::string symptom;
   std::string why;
+
+  bool operator==(const Symptom&) const = default;
 };
 
 struct Reference {
   std::string url;
   std::string note;
+
+  bool operator==(const Reference&) const = default;
 };
 
 // An entry that looks like this one, and the observation that tells them apart.
 struct Lookalike {
   std::string id;
   std::string how_to_tell;
+
+  bool operator==(const Lookalike&) const = default;
 };
 
 struct Entry {
@@ -87,6 +97,8 @@ struct Entry {
   std::vector<Example> examples;
   std::vector<std::string> negatives;
   std::string file;        // where it was loaded from (kb-relative for embedded files)
+
+  bool operator==(const Entry&) const = default;
 };
 
 // A line prefix that is peeled off before matching (kb/formats/prefixes.yaml).
@@ -97,12 +109,16 @@ struct PrefixFormat {
   std::string time_format; // how to read the `time` capture: iso, glog, syslog, dmesg, hms, mdhms
   std::vector<std::string> samples;
   int line = 0;
+
+  bool operator==(const PrefixFormat&) const = default;
 };
 
 // Guessing a category for an exception no entry recognises (kb/formats/exceptions.yaml).
 struct ExceptionRule {
   std::string type;        // exception class name, last dotted component ("OSError")
   std::string category;
+
+  bool operator==(const ExceptionRule&) const = default;
 };
 
 // Guessing a category from where an unrecognised exception was raised: the innermost
@@ -110,6 +126,8 @@ struct ExceptionRule {
 struct FrameRule {
   std::string path;
   std::string category;
+
+  bool operator==(const FrameRule&) const = default;
 };
 
 // A metric the progress-line parser knows (kb/formats/metrics.yaml): its canonical
@@ -117,11 +135,15 @@ struct FrameRule {
 struct MetricUnit {
   std::string unit;
   double scale = 1.0;  // multiply the value by this to get the canonical unit
+
+  bool operator==(const MetricUnit&) const = default;
 };
 struct MetricSpec {
   std::string name;
   std::vector<std::string> keys;
   std::vector<MetricUnit> units;
+
+  bool operator==(const MetricSpec&) const = default;
 };
 
 struct KnowledgeBase {
@@ -135,6 +157,7 @@ struct KnowledgeBase {
   uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
 
   const Entry* find(std::string_view id) const;
+  bool operator==(const KnowledgeBase&) const = default;
 
  private:
   friend struct Loader;
@@ -158,6 +181,11 @@ struct LoadResult {
 struct LoadOptions {
   // Where to keep the parsed model (keyed by a hash of every file); empty = no cache.
   std::string cache_dir;
+  // False: the fields of an entry that only its encyclopedia page and the kb commands read
+  // are left empty (phase, frameworks, tags, mechanism, affected, confirm, transience,
+  // lookalikes, prevention, related, code_examples, examples, negatives). A diagnosis
+  // reads none of them, and they are 40% of what a start would decode from the cache.
+  bool page_fields = true;
 };
 
 // Loads the given files, then every *.yaml under each override directory; an entry
@@ -165,8 +193,13 @@ struct LoadOptions {
 // are line formats; all others are entries.
 LoadResult load(const std::vector<File>& files, const std::vector<std::string>& override_dirs = {},
                 const LoadOptions& options = {});
+// load(embedded_files(), ...) as the CLI starts it: the cache key takes the embedded
+// files' hash from the build, and the files are only read when the cache has no model.
+LoadResult load_embedded(const std::vector<std::string>& override_dirs = {}, const LoadOptions& options = {});
 
 // The knowledge base compiled into the binary (generated at build time from kb/).
 const std::vector<File>& embedded_files();
+// A hash of every embedded file's path and content, computed at build time.
+uint64_t embedded_files_hash();
 
 }  // namespace ff::kb
