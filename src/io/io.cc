@@ -726,7 +726,14 @@ struct Context {
   ByteSink& sink;
   const ReadOptions& options;
   InputReport& report;
-  std::vector<char> buffer;  // the read buffer for delivery; one source at a time uses it
+  // The read buffer for delivery (one source at a time uses it); not zero-filled: a
+  // sink that reads into its own buffers never touches these pages.
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    size_t n = 0;
+    char* data() { return bytes.get(); }
+    size_t size() const { return n; }
+  } buffer;
   uint64_t budget_used = 0;  // decompressed bytes so far, delivered or skipped
   bool stopped = false;      // max_total_bytes was hit: read nothing more
 
@@ -1266,7 +1273,8 @@ InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
                         const ReadOptions& options) {
   InputReport report;
   Context c{sink, options, report, {}, 0, false};
-  c.buffer.resize(std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer));
+  c.buffer.n = std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer);
+  c.buffer.bytes.reset(new char[c.buffer.n]);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (c.stopped) {
       c.note("read limit of " + format_size(options.max_total_bytes) + " reached; " +

@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 
 #ifdef FF_HAVE_VECTORSCAN
 #include <hs/hs.h>
@@ -115,15 +118,33 @@ std::string cache_path(const CompileOptions& opt) {
   return (std::filesystem::path(opt.cache_dir) / name).string();
 }
 
+// A whole file in one read sized by fstat (a start-up path: a stream copy through a
+// stringstream cost more than the deserialization). Empty when it cannot be read.
+std::string read_cache_file(const std::string& path) {
+  std::string bytes;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return bytes;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    bytes.resize(got);
+  }
+  ::close(fd);
+  return bytes;
+}
+
 // Cache file layout: "FFHS", u32 pattern count, one byte per pattern (1 = served by
 // Vectorscan), then the serialized database.
 hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
-  std::ifstream in(cache_path(opt), std::ios::binary);
-  if (!in) return nullptr;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
+  std::string bytes = read_cache_file(cache_path(opt));
   if (bytes.size() < 8 || bytes.compare(0, 4, "FFHS") != 0) return nullptr;
   uint32_t n = 0;
   std::memcpy(&n, bytes.data() + 4, 4);
@@ -172,11 +193,7 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
 // serialized database.
 hs_database_t* load_cached_joined_db(const CompileOptions& opt) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
-  std::ifstream in(cache_path(opt) + ".joined", std::ios::binary);
-  if (!in) return nullptr;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
+  std::string bytes = read_cache_file(cache_path(opt) + ".joined");
   if (bytes.size() < 4 || bytes.compare(0, 4, "FFHJ") != 0) return nullptr;
   hs_database_t* db = nullptr;
   if (hs_deserialize_database(bytes.data() + 4, bytes.size() - 4, &db) != HS_SUCCESS) return nullptr;
