@@ -762,13 +762,32 @@ struct Context {
     budget_used += n;
     return true;
   }
+
+  // The start of a source: begin() to the sink, counted.
+  void begin_source(const SourceInfo& info, Tally& tally) {
+    sink.begin(info);
+    ++report.sources_read;
+    ++tally.sources;
+  }
+  // How many of n more bytes the byte limit lets through.
+  size_t allowed(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, options.max_total_bytes - budget_used)); }
+  void count_delivered(size_t n) {
+    budget_used += n;
+    report.bytes_read += n;
+  }
+  // The end of a source: end() to the sink, and its error, if any, to the report.
+  Outcome end_source(const SourceInfo& info, const Status& status, Tally& tally) {
+    sink.end(info, status);
+    if (status.ok()) return Outcome::kDelivered;
+    report.errors.push_back(status.error());
+    ++tally.errors;
+    return Outcome::kFailed;
+  }
 };
 
 // Streams everything r has to the sink as one source, in chunk_size pieces.
 Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
-  c.sink.begin(info);
-  ++c.report.sources_read;
-  ++tally.sources;
+  c.begin_source(info, tally);
   const size_t chunk = std::max<size_t>(c.options.chunk_size, 1);
   uint64_t delivered = 0;
   Status status;
@@ -781,15 +800,12 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
       break;
     }
     if (*got == 0) break;
-    size_t len = *got;
-    const uint64_t left = c.options.max_total_bytes - c.budget_used;
-    const bool over = len > left;
-    if (over) len = static_cast<size_t>(left);
+    const size_t len = c.allowed(*got);
+    const bool over = len < *got;
     for (size_t off = 0; off < len; off += chunk) {
       c.sink.data(std::string_view(buf + off, std::min(chunk, len - off)));
     }
-    c.budget_used += len;
-    c.report.bytes_read += len;
+    c.count_delivered(len);
     delivered += len;
     if (over) {
       c.stopped = true;
@@ -797,11 +813,7 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
       break;
     }
   }
-  c.sink.end(info, status);
-  if (status.ok()) return Outcome::kDelivered;
-  c.report.errors.push_back(status.error());
-  ++tally.errors;
-  return Outcome::kFailed;
+  return c.end_source(info, status, tally);
 }
 
 Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers,
@@ -813,16 +825,13 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
 constexpr size_t kMapWindow = 4 << 20;  // a multiple of the page size
 
 Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Tally& tally) {
-  c.sink.begin(info);
-  ++c.report.sources_read;
-  ++tally.sources;
+  c.begin_source(info, tally);
   uint64_t delivered = 0;
   Status status;
   for (uint64_t off = 0; off < m.size;) {
-    size_t len = static_cast<size_t>(std::min<uint64_t>(kMapWindow, m.size - off));
-    const uint64_t left = c.options.max_total_bytes - c.budget_used;
-    const bool over = len > left;
-    if (over) len = static_cast<size_t>(left);
+    const size_t window = static_cast<size_t>(std::min<uint64_t>(kMapWindow, m.size - off));
+    size_t len = c.allowed(window);
+    const bool over = len < window;
     if (len > 0) {
       void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, m.fd, static_cast<off_t>(off));
       if (p != MAP_FAILED) {
@@ -849,8 +858,7 @@ Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Ta
         }
       }
     }
-    c.budget_used += len;
-    c.report.bytes_read += len;
+    c.count_delivered(len);
     delivered += len;
     off += len;
     if (!status.ok()) break;
@@ -860,11 +868,7 @@ Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Ta
       break;
     }
   }
-  c.sink.end(info, status);
-  if (status.ok()) return Outcome::kDelivered;
-  c.report.errors.push_back(status.error());
-  ++tally.errors;
-  return Outcome::kFailed;
+  return c.end_source(info, status, tally);
 }
 
 // Display name of a tar member: "./node1/x.log" → "node1/x.log".
