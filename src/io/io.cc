@@ -833,7 +833,12 @@ Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Ta
     size_t len = c.allowed(window);
     const bool over = len < window;
     if (len > 0) {
-      void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, m.fd, static_cast<off_t>(off));
+      // A file that got shorter since it was opened is not mapped past its end (touching
+      // such a page would fault): that window is read instead, and the read says so.
+      struct stat now {};
+      const bool whole = ::fstat(m.fd, &now) == 0 && static_cast<uint64_t>(now.st_size) >= off + len;
+      void* p = whole ? ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, m.fd, static_cast<off_t>(off))
+                      : MAP_FAILED;
       if (p != MAP_FAILED) {
         std::shared_ptr<const void> keep(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
         c.sink.data_mapped(std::string_view(static_cast<const char*>(p), len), std::move(keep));

@@ -883,6 +883,36 @@ TEST_F(IoTest, QuietLargeFilesAreMappedAndReadExactly) {
   EXPECT_EQ(rep.bytes_read, log.size());
 }
 
+// The file is cut short while it is read (as a log rotation might): the windows past
+// the new end are not mapped (touching them would fault) but read, and the read reports
+// the short file.
+TEST_F(IoTest, AFileThatShrinksWhileMappedIsReadNotFaulted) {
+  std::string log;
+  while (log.size() < (10u << 20)) log += make_log(1000);
+  write_file(path("rotating.log"), log);
+  class Truncating : public MappedCollect {
+   public:
+    std::string file;
+    void data_mapped(std::string_view window, std::shared_ptr<const void> keep) override {
+      MappedCollect::data_mapped(window, std::move(keep));  // copies the bytes first
+      kept.clear();                                        // and unmaps them
+      if (windows == 1) {
+        ASSERT_EQ(::truncate(file.c_str(), 5 << 20), 0);
+      }
+    }
+  } sink;
+  sink.file = path("rotating.log");
+  ReadOptions opt;
+  opt.map_min_bytes = 0;
+  opt.map_quiet_seconds = 0;
+  InputReport rep = read_inputs({path("rotating.log")}, sink, opt);
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.windows, 1u);
+  EXPECT_EQ(sink.sources[0].data, log.substr(0, 5 << 20));  // the first window, then the rest of the 5 MiB read
+  ASSERT_TRUE(sink.sources[0].error.has_value());
+  EXPECT_NE(sink.sources[0].error->message.find("shorter"), std::string::npos) << sink.sources[0].error->message;
+}
+
 TEST_F(IoTest, MappingStopsAtTheByteLimitLikeReading) {
   std::string log;
   while (log.size() < (6u << 20)) log += make_log(1000);
