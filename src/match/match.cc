@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,33 +119,42 @@ std::string cache_path(const CompileOptions& opt) {
   return (std::filesystem::path(opt.cache_dir) / name).string();
 }
 
-// A whole file in one read sized by fstat (a start-up path: a stream copy through a
-// stringstream cost more than the deserialization). Empty when it cannot be read.
-std::string read_cache_file(const std::string& path) {
-  std::string bytes;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return bytes;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < bytes.size()) {
-      const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
+// A cache file, mapped read-only for as long as it is read (a start-up path: reading it
+// into a zero-filled buffer cost more than deserializing it). Cache files are replaced by
+// rename, never rewritten in place, so the mapping cannot shrink under us.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p != MAP_FAILED) {
+        data_ = static_cast<const char*>(p);
+        size_ = static_cast<size_t>(st.st_size);
+      }
     }
-    bytes.resize(got);
+    ::close(fd);
   }
-  ::close(fd);
-  return bytes;
-}
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return {data_ != nullptr ? data_ : "", size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 // Cache file layout: "FFHS", u32 pattern count, one byte per pattern (1 = served by
 // Vectorscan), then the serialized database.
 hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
-  std::string bytes = read_cache_file(cache_path(opt));
+  const MappedFile file(cache_path(opt));
+  const std::string_view bytes = file.bytes();
   if (bytes.size() < 8 || bytes.compare(0, 4, "FFHS") != 0) return nullptr;
   uint32_t n = 0;
   std::memcpy(&n, bytes.data() + 4, 4);
@@ -193,7 +203,8 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
 // serialized database.
 hs_database_t* load_cached_joined_db(const CompileOptions& opt) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
-  std::string bytes = read_cache_file(cache_path(opt) + ".joined");
+  const MappedFile file(cache_path(opt) + ".joined");
+  const std::string_view bytes = file.bytes();
   if (bytes.size() < 4 || bytes.compare(0, 4, "FFHJ") != 0) return nullptr;
   hs_database_t* db = nullptr;
   if (hs_deserialize_database(bytes.data() + 4, bytes.size() - 4, &db) != HS_SUCCESS) return nullptr;

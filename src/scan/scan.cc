@@ -274,12 +274,15 @@ struct Chunk {
 // -1..65535 through a direct table, others through a hash map. Cleared per chunk.
 class RankIndex {
  public:
-  RankIndex() : direct_(kDirect + 1, -1) {}
   // The slot of rank (created when new: `fresh` says so).
   uint32_t slot(int rank, bool& fresh) {
     fresh = false;
     if (rank >= -1 && rank < kDirect) {
-      int32_t& d = direct_[static_cast<size_t>(rank + 1)];
+      // The direct table grows with the largest rank seen (a pasted snippet does not pay
+      // for 65,536 entries).
+      const size_t at = static_cast<size_t>(rank + 1);
+      if (at >= direct_.size()) direct_.resize(std::max<size_t>(at + 1, std::min<size_t>(2 * direct_.size(), kDirect + 1)), -1);
+      int32_t& d = direct_[at];
       if (d < 0) {
         d = static_cast<int32_t>(ranks_.size());
         ranks_.push_back(rank);
