@@ -932,24 +932,8 @@ class Chunker : public io::ByteSink {
       base = cur_->bytes.size();
       cur_->bytes.append(piece);
     }
-    const char* p0 = piece.data();
-    const char* p1 = p0 + piece.size();
     Chunk* c = cur_.get();
-    framer_.feed(piece, [&](const record::RawLine& l) {
-      LineRef ref;
-      ref.offset = l.offset;
-      ref.len = static_cast<uint32_t>(l.bytes.size());
-      if (l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p1 && !l.bytes.empty()) {
-        ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
-        ref.side = 0;
-      } else {
-        ref.pos = static_cast<uint32_t>(c->side.size());
-        ref.side = 1;
-        c->side.append(l.bytes);
-      }
-      if (c->lines.empty()) c->first_line = l.number;
-      c->lines.push_back(ref);
-    });
+    framer_.feed(piece, [&](const record::RawLine& l) { add_line(*c, l, piece, base); });
     if (opt_.progress) opt_.progress(total_bytes_);
     // Without zero-copy reads, chunks are cut here (data_buffer cuts them otherwise).
     if (opt_.chunk_bytes < kZeroCopyMin && cur_->bytes.size() >= opt_.chunk_bytes) flush();
@@ -969,23 +953,7 @@ class Chunker : public io::ByteSink {
       Chunk* c = cur_.get();
       c->mapped = window.data();
       c->keep = keep;
-      const char* p0 = piece.data();
-      const char* p1 = p0 + piece.size();
-      framer_.feed(piece, [&](const record::RawLine& l) {
-        LineRef ref;
-        ref.offset = l.offset;
-        ref.len = static_cast<uint32_t>(l.bytes.size());
-        if (l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p1 && !l.bytes.empty()) {
-          ref.pos = static_cast<uint32_t>(l.bytes.data() - window.data());
-          ref.side = 0;
-        } else {
-          ref.pos = static_cast<uint32_t>(c->side.size());
-          ref.side = 1;
-          c->side.append(l.bytes);
-        }
-        if (c->lines.empty()) c->first_line = l.number;
-        c->lines.push_back(ref);
-      });
+      framer_.feed(piece, [&](const record::RawLine& l) { add_line(*c, l, piece, pos); });
       if (opt_.progress) opt_.progress(total_bytes_);
       pos += piece.size();
       flush();
@@ -994,16 +962,7 @@ class Chunker : public io::ByteSink {
 
   void end(const io::SourceInfo&, const Status& status) override {
     Chunk* c = cur_.get();
-    framer_.finish([&](const record::RawLine& l) {
-      LineRef ref;
-      ref.offset = l.offset;
-      ref.len = static_cast<uint32_t>(l.bytes.size());
-      ref.pos = static_cast<uint32_t>(c->side.size());
-      ref.side = 1;
-      c->side.append(l.bytes);
-      if (c->lines.empty()) c->first_line = l.number;
-      c->lines.push_back(ref);
-    });
+    framer_.finish([&](const record::RawLine& l) { add_line(*c, l, {}, 0); });
     flush();
     cur_.reset();
     auto e = take(Chunk::Kind::kEnd);
@@ -1017,6 +976,26 @@ class Chunker : public io::ByteSink {
 
  private:
   static constexpr size_t kZeroCopyMin = 64 << 10;
+
+  // Adds a framed line to chunk c: in place when its bytes lie in `piece`, whose first
+  // byte is at `base` in the chunk's bytes (or mapped window); else copied to the chunk's
+  // side buffer (a line begun in an earlier piece: the framer's copy).
+  static void add_line(Chunk& c, const record::RawLine& l, std::string_view piece, size_t base) {
+    LineRef ref;
+    ref.offset = l.offset;
+    ref.len = static_cast<uint32_t>(l.bytes.size());
+    const char* p0 = piece.data();
+    if (!l.bytes.empty() && !piece.empty() && l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p0 + piece.size()) {
+      ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
+      ref.side = 0;
+    } else {
+      ref.pos = static_cast<uint32_t>(c.side.size());
+      ref.side = 1;
+      c.side.append(l.bytes);
+    }
+    if (c.lines.empty()) c.first_line = l.number;
+    c.lines.push_back(ref);
+  }
 
   std::unique_ptr<Chunk> take(Chunk::Kind kind) {
     auto c = fresh_();
