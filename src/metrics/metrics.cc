@@ -58,9 +58,12 @@ void Aliases::Table::insert(std::string_view key, MetricId id, double scale) {
   slots_[i] = Slot{h, static_cast<uint32_t>(keys_.size() - 1), {id, scale}};
 }
 
-const std::pair<MetricId, double>* Aliases::Table::find(std::string_view key) const {
+// The probe of find() and find_lower(): the key compared as given, or lower-cased byte by
+// byte.
+template <bool kLower>
+const std::pair<MetricId, double>* Aliases::Table::probe(std::string_view key) const {
   if (slots_.empty()) return nullptr;
-  uint32_t h = hash_key(key);
+  const uint32_t h = kLower ? hash_key_lower(key) : hash_key(key);
   for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
     const Slot& s = slots_[i];
     if (s.key == UINT32_MAX) return nullptr;
@@ -68,25 +71,14 @@ const std::pair<MetricId, double>* Aliases::Table::find(std::string_view key) co
     const std::string& k = keys_[s.key];
     if (k.size() != key.size()) continue;
     bool same = true;
-    for (size_t j = 0; j < k.size() && same; ++j) same = key[j] == k[j];
+    for (size_t j = 0; j < k.size() && same; ++j) same = (kLower ? lower_ascii(key[j]) : key[j]) == k[j];
     if (same) return &s.value;
   }
 }
 
-const std::pair<MetricId, double>* Aliases::Table::find_lower(std::string_view key) const {
-  if (slots_.empty()) return nullptr;
-  uint32_t h = hash_key_lower(key);
-  for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
-    const Slot& s = slots_[i];
-    if (s.key == UINT32_MAX) return nullptr;
-    if (s.hash != h) continue;
-    const std::string& k = keys_[s.key];
-    if (k.size() != key.size()) continue;
-    bool same = true;
-    for (size_t j = 0; j < k.size() && same; ++j) same = lower_ascii(key[j]) == k[j];
-    if (same) return &s.value;
-  }
-}
+const std::pair<MetricId, double>* Aliases::Table::find(std::string_view key) const { return probe<false>(key); }
+
+const std::pair<MetricId, double>* Aliases::Table::find_lower(std::string_view key) const { return probe<true>(key); }
 
 MetricId Aliases::by_key_any_case(std::string_view key) const {
   auto* v = keys_.find_lower(key);

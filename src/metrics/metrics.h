@@ -67,6 +67,8 @@ class Aliases {
       std::pair<MetricId, double> value;
     };
     void grow();
+    template <bool kLower>
+    const std::pair<MetricId, double>* probe(std::string_view key) const;
     std::vector<Slot> slots_;
     std::vector<std::string> keys_;
   };

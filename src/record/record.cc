@@ -728,22 +728,15 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
   }
   // A capture that did not take part, or took part empty, changes nothing. Each one is
   // cleared once read, so m comes clean to the next match.
-  if (!m.rank.empty()) {
-    if (rec.rank < 0) rec.rank = to_int(m.rank);
-    m.rank = {};
-  }
-  if (!m.local_rank.empty()) {
-    if (rec.local_rank < 0) rec.local_rank = to_int(m.local_rank);
-    m.local_rank = {};
-  }
-  if (!m.pid.empty()) {
-    if (rec.pid < 0) rec.pid = to_int(m.pid);
-    m.pid = {};
-  }
-  if (!m.gpu.empty()) {
-    if (rec.gpu < 0) rec.gpu = to_int(m.gpu);
-    m.gpu = {};
-  }
+  auto take_number = [](std::string_view& capture, int& field) {
+    if (capture.empty()) return;
+    if (field < 0) field = to_int(capture);
+    capture = {};
+  };
+  take_number(m.rank, rec.rank);
+  take_number(m.local_rank, rec.local_rank);
+  take_number(m.pid, rec.pid);
+  take_number(m.gpu, rec.gpu);
   if (!m.node.empty()) {
     if (rec.node.empty()) rec.node = m.node;
     m.node = {};
