@@ -168,34 +168,36 @@ hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) 
   return db;
 }
 
-void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vector<bool>& in_hs) {
-  if (opt.cache_dir.empty() || opt.cache_key == 0) return;
+// Writes `header` and the serialized database to path, atomically (a temp file, then a
+// rename: a reader never sees half a file). A cache that cannot be written is left out.
+void write_cached_db(const std::string& dir, const std::string& path, const std::string& header, hs_database_t* db) {
   char* bytes = nullptr;
   size_t len = 0;
   if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
-  std::string header = "FFHS";
-  uint32_t n = static_cast<uint32_t>(in_hs.size());
-  header.append(reinterpret_cast<const char*>(&n), 4);
-  for (bool b : in_hs) header.push_back(b ? 1 : 0);
   std::error_code ec;
-  std::filesystem::create_directories(opt.cache_dir, ec);
-  std::string final_path = cache_path(opt);
-  std::string tmp = final_path + ".tmp" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir, ec);
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  bool ok;
   {
     std::ofstream out(tmp, std::ios::binary);
     if (out) {
       out.write(header.data(), static_cast<std::streamsize>(header.size()));
       out.write(bytes, static_cast<std::streamsize>(len));
     }
-    if (!out) {
-      std::free(bytes);
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
+    ok = static_cast<bool>(out);
   }
   std::free(bytes);
-  std::filesystem::rename(tmp, final_path, ec);  // atomic: readers never see half a file
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) std::filesystem::remove(tmp, ec);
+}
+
+void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vector<bool>& in_hs) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return;
+  std::string header = "FFHS";
+  uint32_t n = static_cast<uint32_t>(in_hs.size());
+  header.append(reinterpret_cast<const char*>(&n), 4);
+  for (bool b : in_hs) header.push_back(b ? 1 : 0);
+  write_cached_db(opt.cache_dir, cache_path(opt), header, db);
   prune_cache(opt.cache_dir, "patterns-", 8);
 }
 
@@ -213,28 +215,7 @@ hs_database_t* load_cached_joined_db(const CompileOptions& opt) {
 
 void store_cached_joined_db(const CompileOptions& opt, hs_database_t* db) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return;
-  char* bytes = nullptr;
-  size_t len = 0;
-  if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(opt.cache_dir, ec);
-  std::string final_path = cache_path(opt) + ".joined";
-  std::string tmp = final_path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (out) {
-      out.write("FFHJ", 4);
-      out.write(bytes, static_cast<std::streamsize>(len));
-    }
-    if (!out) {
-      std::free(bytes);
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::free(bytes);
-  std::filesystem::rename(tmp, final_path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  write_cached_db(opt.cache_dir, cache_path(opt) + ".joined", "FFHJ", db);
 }
 
 hs_database_t* compile_joined_db(const std::vector<PatternSpec>& specs) {

@@ -918,8 +918,11 @@ bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& r
   return true;
 }
 
-void PrefixParser::parse(std::string_view line, Record& rec) const {
-  // Field by field: cheaper than assigning a whole new Record on every line.
+namespace {
+
+// The fields a parse fills, back to "none", field by field: cheaper than assigning a
+// whole new Record on every line.
+void clear_parsed_fields(Record& rec) {
   rec.rank = rec.local_rank = rec.pid = rec.gpu = -1;
   rec.node = {};
   rec.time_us = kNoTime;
@@ -927,6 +930,12 @@ void PrefixParser::parse(std::string_view line, Record& rec) const {
   rec.time_subsecond = false;
   rec.level = 0;
   rec.message = rec.time_text = rec.prefix_id = {};
+}
+
+}  // namespace
+
+void PrefixParser::parse(std::string_view line, Record& rec) const {
+  clear_parsed_fields(rec);
   rec.text = line;
   if (!impl_->use_fast) {
     parse_rounds(line, rec, nullptr);
@@ -945,13 +954,7 @@ void PrefixParser::parse(std::string_view line, Record& rec) const {
       return;
     }
     // A failed replay may have filled some fields: start again.
-    rec.rank = rec.local_rank = rec.pid = rec.gpu = -1;
-    rec.node = {};
-    rec.time_us = kNoTime;
-    rec.clock = Clock::kNone;
-    rec.time_subsecond = false;
-    rec.level = 0;
-    rec.message = rec.time_text = rec.prefix_id = {};
+    clear_parsed_fields(rec);
   }
   PrefixShape shape;
   if (parse_rounds(line, rec, &shape) && !shape.rounds.empty()) {
