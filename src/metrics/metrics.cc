@@ -170,54 +170,87 @@ inline int swar_digits(const char* p, uint64_t& value) {
   return k;
 }
 
+// The powers of ten a double holds exactly (Clinger's fast path stops at 10^22).
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// read_number for the common case, in fewer steps: [-]digits[.digits][e[+-]ddd] with
+// fewer than eight digits on each side of the point, at p, the text ending at e. False:
+// not that shape, or too near the end for the eight-byte reads (read_number decides).
+// Same value and length as read_number.
+inline bool read_plain_decimal(const char* p, const char* e, double& v, size_t& len) {
+  static constexpr uint64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+  const char* const start = p;
+  const bool neg = *p == '-';
+  p += neg;
+  if (e - p < 8) return false;
+  uint64_t ip, fp = 0;
+  const int ik = swar_digits(p, ip);
+  if (ik == 8) return false;
+  p += ik;
+  int fk = 0;
+  if (*p == '.') {
+    if (e - (p + 1) < 8) return false;
+    fk = swar_digits(p + 1, fp);
+    if (fk == 8) return false;
+    p += 1 + fk;
+  }
+  if (ik + fk == 0) return false;
+  int exp10 = -fk;
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    const char* q = p + 1;
+    bool eneg = false;
+    if (q < e && (*q == '-' || *q == '+')) eneg = *q++ == '-';
+    int x = 0, xk = 0;
+    while (q < e && *q >= '0' && *q <= '9') {
+      if (++xk > 3) return false;
+      x = x * 10 + (*q++ - '0');
+    }
+    if (xk > 0) {  // a well-formed exponent is part of the number; else it is not read
+      exp10 += eneg ? -x : x;
+      p = q;
+    }
+  }
+  if (exp10 < -22 || exp10 > 22) return false;
+  const double m = static_cast<double>(ip * kPow10Int[fk] + fp);  // at most 14 digits: exact
+  const double r = exp10 >= 0 ? m * kPow10[exp10] : m / kPow10[-exp10];
+  v = neg ? -r : r;
+  len = static_cast<size_t>(p - start);
+  return true;
+}
+
 // std::from_chars (general format) for the common short number, faster: when the
 // digits fit in 2^53 and the power of ten is at most 22, mantissa * 10^e (or / 10^-e) is
 // one correctly rounded IEEE operation on exact operands, so the result is the correctly
 // rounded value from_chars returns (Clinger's fast path). Returns the length read, or 0
 // to let from_chars decide (anything longer, larger, or not of this shape).
 size_t read_decimal_fast(const char* b, const char* e, double& v) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  size_t len = 0;
+  if (read_plain_decimal(b, e, v, len)) return len;
+  // Digit by digit: numbers near the end of the text, or with eight digits or more on a
+  // side of the point.
   const char* p = b;
   bool neg = false;
   if (p < e && *p == '-') neg = true, ++p;
   uint64_t mant = 0;
-  int frac_digits = 0;
-  bool int_part = false, frac_part = false;
-  // Eight bytes at a time when the text has them: runs of fewer than eight digits before
-  // and after the point (the shape of nearly every logged number).
-  uint64_t ip = 0, fp = 0;
-  int ik = 0, fk = 0;
-  if (e - p >= 8 && (ik = swar_digits(p, ip)) < 8 &&
-      !(p[ik] == '.' && (e - (p + ik + 1) < 8 || (fk = swar_digits(p + ik + 1, fp)) == 8))) {
-    static constexpr uint64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
-    int_part = ik > 0;
-    p += ik;
-    if (*p == '.') {
-      frac_part = fk > 0;
-      p += 1 + fk;
-      frac_digits = fk;
-    }
-    mant = ip * kPow10Int[fk] + fp;  // at most 14 digits: exact
-  } else {
-    int digits = 0;
-    const char* d0 = p;
+  int frac_digits = 0, digits = 0;
+  const char* d0 = p;
+  while (p < e && is_digit(*p)) {
+    mant = mant * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+    if (++digits > 15) return 0;
+  }
+  const bool int_part = p > d0;
+  bool frac_part = false;
+  if (p < e && *p == '.') {
+    const char* f0 = ++p;
     while (p < e && is_digit(*p)) {
       mant = mant * 10 + static_cast<uint64_t>(*p - '0');
       ++p;
+      ++frac_digits;
       if (++digits > 15) return 0;
     }
-    int_part = p > d0;
-    if (p < e && *p == '.') {
-      const char* f0 = ++p;
-      while (p < e && is_digit(*p)) {
-        mant = mant * 10 + static_cast<uint64_t>(*p - '0');
-        ++p;
-        ++frac_digits;
-        if (++digits > 15) return 0;
-      }
-      frac_part = p > f0;
-    }
+    frac_part = p > f0;
   }
   if (!int_part && !frac_part) return 0;
   int exp10 = -frac_digits;
@@ -464,53 +497,6 @@ inline bool same_bytes(const char* a, const char* b, size_t n) {
 }
 
 }  // namespace
-
-// read_number for the common case, in fewer steps: [-]digits[.digits][e[+-]ddd] with
-// fewer than eight digits on each side of the point, at p, the text ending at e. False:
-// not that shape, or too near the end for the eight-byte reads (read_number decides).
-// Same value and length as read_number.
-inline bool read_plain_decimal(const char* p, const char* e, double& v, size_t& len) {
-  static constexpr uint64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  const char* const start = p;
-  const bool neg = *p == '-';
-  p += neg;
-  if (e - p < 8) return false;
-  uint64_t ip, fp = 0;
-  const int ik = swar_digits(p, ip);
-  if (ik == 8) return false;
-  p += ik;
-  int fk = 0;
-  if (*p == '.') {
-    if (e - (p + 1) < 8) return false;
-    fk = swar_digits(p + 1, fp);
-    if (fk == 8) return false;
-    p += 1 + fk;
-  }
-  if (ik + fk == 0) return false;
-  int exp10 = -fk;
-  if (p < e && (*p == 'e' || *p == 'E')) {
-    const char* q = p + 1;
-    bool eneg = false;
-    if (q < e && (*q == '-' || *q == '+')) eneg = *q++ == '-';
-    int x = 0, xk = 0;
-    while (q < e && *q >= '0' && *q <= '9') {
-      if (++xk > 3) return false;
-      x = x * 10 + (*q++ - '0');
-    }
-    if (xk > 0) {  // a well-formed exponent is part of the number; else it is not read
-      exp10 += eneg ? -x : x;
-      p = q;
-    }
-  }
-  if (exp10 < -22 || exp10 > 22) return false;
-  const double m = static_cast<double>(ip * kPow10Int[fk] + fp);  // at most 14 digits: exact
-  const double r = exp10 >= 0 ? m * kPow10[exp10] : m / kPow10[-exp10];
-  v = neg ? -r : r;
-  len = static_cast<size_t>(p - start);
-  return true;
-}
 
 bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine& out) const {
   out.has_step = false;
