@@ -206,14 +206,13 @@ inline bool pdsh_host(const S& s, M& m) {
 }
 
 // \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:? 
+// iso_time from its seconds on, the stamp starting at t0 (after the optional '['), its
+// first 17 bytes ("2026-11-30 10:20:") already checked. PrefixParser calls it directly for
+// a stamp in the minute of the last one it parsed.
 template <class S>
-inline bool iso_time(const S& s, M& m) {
-  size_t t0 = ch(s, 0, '[') ? 1 : 0;
-  size_t i = t0;
-  if (!(digits_n(s, i, 4) && ch(s, i + 4, '-') && digits_n(s, i + 5, 2) && ch(s, i + 7, '-') && digits_n(s, i + 8, 2) &&
-        (ch(s, i + 10, 'T') || ch(s, i + 10, ' ')) && hms_at(s, i + 11)))
-    return false;
-  i = opt_fraction(s, i + 19, true);
+inline bool iso_time_from_seconds(const S& s, size_t t0, M& m) {
+  if (!digits_n(s, t0 + 17, 2)) return false;
+  size_t i = opt_fraction(s, t0 + 19, true);
   if (ch(s, i, 'Z')) {
     ++i;
   } else if ((ch(s, i, '+') || ch(s, i, '-')) && digits_n(s, i + 1, 2)) {
@@ -246,6 +245,16 @@ inline bool iso_time(const S& s, M& m) {
   m.time = s.substr(t0, t1 - t0);
   m.length = end;
   return true;
+}
+
+template <class S>
+inline bool iso_time(const S& s, M& m) {
+  const size_t t0 = ch(s, 0, '[') ? 1 : 0;
+  if (!(digits_n(s, t0, 4) && ch(s, t0 + 4, '-') && digits_n(s, t0 + 5, 2) && ch(s, t0 + 7, '-') &&
+        digits_n(s, t0 + 8, 2) && (ch(s, t0 + 10, 'T') || ch(s, t0 + 10, ' ')) && digits_n(s, t0 + 11, 2) &&
+        ch(s, t0 + 13, ':') && digits_n(s, t0 + 14, 2) && ch(s, t0 + 16, ':')))
+    return false;
+  return iso_time_from_seconds(s, t0, m);
 }
 
 // \[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: \||:)? +

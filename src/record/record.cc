@@ -633,72 +633,18 @@ void Record::to_origin(Origin& o) const {
 
 namespace {
 
-// The iso-time format (prefix_fast.h: iso_time) and the parse of its time in one step,
-// for a stamp in the minute of the last one parsed in full (iso_minute_memo): the first
-// 17 bytes are not validated again and the time is not read twice. Returns -1 when the
-// memo does not apply (the caller takes the general path), else whether the format
-// matched; `timed` says whether the time was read (a matched stamp whose seconds are
-// out of range has none, as parse_time_as says).
-int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m, int64_t& us, bool& subsecond,
-                            bool& timed) {
+// A stamp of the iso-time format (prefix_fast.h) whose first 17 bytes are the minute of
+// the last stamp parsed in full (iso_minute_memo, a valid date and time) needs no check of
+// those bytes: its matcher goes on from the seconds. -1: not such a stamp (the caller runs
+// the whole matcher); else whether the format matched.
+int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m) {
   const IsoMinuteMemo& memo = iso_minute_memo;
   const size_t t0 = !s.empty() && s[0] == '[' ? 1 : 0;
   // (parse_time_as also takes "2026-11-30_10:20:", which this format does not)
   if (!memo.valid || s.size() < t0 + 19 || std::memcmp(s.data() + t0, memo.key, 17) != 0 ||
       (s[t0 + 10] != 'T' && s[t0 + 10] != ' '))
     return -1;
-  using detail::ch;
-  using detail::digits_n;
-  if (!digits_n(s, t0 + 17, 2)) return 0;
-  // The rest of iso_time from the seconds on: [.,]digits, Z or +hh[:]mm, then the end.
-  size_t i = detail::opt_fraction(s, t0 + 19, true);
-  const size_t frac_end = i;
-  int64_t offset_s = 0;
-  if (ch(s, i, 'Z')) {
-    ++i;
-  } else if ((ch(s, i, '+') || ch(s, i, '-')) && digits_n(s, i + 1, 2)) {
-    const int oh = (s[i + 1] - '0') * 10 + (s[i + 2] - '0');
-    size_t p = i + 3;
-    int om = -1;
-    if (ch(s, p, ':')) {
-      if (digits_n(s, p + 1, 2)) om = (s[p + 1] - '0') * 10 + (s[p + 2] - '0'), p += 3;
-    } else if (digits_n(s, p, 2)) {
-      om = (s[p] - '0') * 10 + (s[p + 1] - '0'), p += 2;
-    }
-    if (om >= 0) {
-      offset_s = (oh * 3600 + om * 60) * (s[i] == '+' ? 1 : -1);
-      i = p;
-    }
-  }
-  const size_t t1 = i;
-  if (ch(s, i, ']')) ++i;
-  size_t end = std::string_view::npos;
-  if (detail::lit(s, i, " |")) {
-    if (ch(s, i + 2, ':') && ch(s, i + 3, ' ')) {
-      end = i + 4;
-    } else if (ch(s, i + 2, ' ')) {
-      end = i + 3;
-    }
-  }
-  if (end == std::string_view::npos) {
-    if (ch(s, i, ':') && ch(s, i + 1, ' ')) {
-      end = i + 2;
-    } else if (ch(s, i, ' ')) {
-      end = i + 1;
-    } else {
-      return 0;
-    }
-  }
-  m.time = s.substr(t0, t1 - t0);
-  m.length = end;
-  const int se = (s[t0 + 17] - '0') * 10 + (s[t0 + 18] - '0');
-  timed = se <= 60;
-  if (timed) {
-    int64_t tod = static_cast<int64_t>(se) * 1000000;
-    read_fraction(s.substr(0, frac_end), t0 + 19, tod, subsecond);
-    us = memo.minute_us - offset_s * 1000000 + tod;
-  }
-  return 1;
+  return detail::iso_time_from_seconds(s, t0, m) ? 1 : 0;
 }
 
 // Tries format i at the start of rest; when it matches, applies its captures to rec,
@@ -708,13 +654,9 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
                        bool& applied_nonconsuming) {
   const auto& h = impl.hot[i];
   if (!h.consume && applied_nonconsuming) return false;
-  int fused = -1;  // iso-time in the memo's minute: matched and timed in one step
-  int64_t fused_us = 0;
-  bool fused_sub = false, fused_timed = false;
-  if (h.fast == detail::FastKind::k_iso_time && h.format->time_format == TimeFormat::kIso)
-    fused = iso_time_in_memo_minute(rest, m, fused_us, fused_sub, fused_timed);
-  if (fused == 0) return false;
-  if (fused < 0) {
+  const int known_minute = h.fast == detail::FastKind::k_iso_time ? iso_time_in_memo_minute(rest, m) : -1;
+  if (known_minute == 0) return false;
+  if (known_minute < 0) {
     if (h.fast != detail::FastKind::kNone) {
       if (!detail::match_fast(h.fast, rest, m)) return false;
     } else if (!impl.match(*h.format, rest, m, false)) {
@@ -747,14 +689,7 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
   }
   std::string_view time = m.time;
   m.time = {};
-  if (fused > 0) {
-    if (fused_timed && rec.time_us == kNoTime) {
-      rec.time_us = fused_us;
-      rec.clock = Clock::kWall;
-      rec.time_subsecond = fused_sub;
-      rec.time_text = time;
-    }
-  } else if (!time.empty() && rec.time_us == kNoTime && f.time_format != TimeFormat::kNone) {
+  if (!time.empty() && rec.time_us == kNoTime && f.time_format != TimeFormat::kNone) {
     int64_t us;
     Clock clock;
     bool sub;
