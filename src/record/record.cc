@@ -647,23 +647,13 @@ int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m) {
   return detail::iso_time_from_seconds(s, t0, m) ? 1 : 0;
 }
 
-// Tries format i at the start of rest; when it matches, applies its captures to rec,
-// advances rest (or marks the non-consuming format used) and returns true.
+// Applies a match of format i (m as its matcher filled it) to rec: advances rest past it
+// (or marks the non-consuming format used) and returns true; false when the match does
+// not count (an empty match of a consuming format).
 template <typename Impl, typename Match>
-inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Record& rec, Match& m,
-                       bool& applied_nonconsuming) {
-  const auto& h = impl.hot[i];
-  if (!h.consume && applied_nonconsuming) return false;
-  const int known_minute = h.fast == detail::FastKind::k_iso_time ? iso_time_in_memo_minute(rest, m) : -1;
-  if (known_minute == 0) return false;
-  if (known_minute < 0) {
-    if (h.fast != detail::FastKind::kNone) {
-      if (!detail::match_fast(h.fast, rest, m)) return false;
-    } else if (!impl.match(*h.format, rest, m, false)) {
-      return false;
-    }
-  }
-  const auto& f = *h.format;
+inline bool apply_match(const Impl& impl, uint16_t i, std::string_view& rest, Record& rec, Match& m,
+                        bool& applied_nonconsuming) {
+  const auto& f = *impl.hot[i].format;
   if (f.spec.consume && m.length == 0) {
     m = Match{};
     return false;
@@ -709,6 +699,24 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
   return true;
 }
 
+// Tries format i at the start of rest; when it matches, applies it (apply_match).
+template <typename Impl, typename Match>
+inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Record& rec, Match& m,
+                       bool& applied_nonconsuming) {
+  const auto& h = impl.hot[i];
+  if (!h.consume && applied_nonconsuming) return false;
+  const int known_minute = h.fast == detail::FastKind::k_iso_time ? iso_time_in_memo_minute(rest, m) : -1;
+  if (known_minute == 0) return false;
+  if (known_minute < 0) {
+    if (h.fast != detail::FastKind::kNone) {
+      if (!detail::match_fast(h.fast, rest, m)) return false;
+    } else if (!impl.match(*h.format, rest, m, false)) {
+      return false;
+    }
+  }
+  return apply_match(impl, i, rest, rec, m, applied_nonconsuming);
+}
+
 }  // namespace
 
 namespace {
@@ -717,13 +725,24 @@ namespace {
 // goes the same way when each round starts with the same two bytes and, over the bytes
 // the failed attempts read (NUL-padded past the end), has the same bytes except digits
 // (no matcher tells one digit from another, syslog's day aside: `exact`).
+// A winner whose matcher is digit-blind too (digit_blind()) is not run again: the bytes
+// it read are verified the same way, so it matches the same length with its captures at
+// the same places, and the round applies those (`blind`). Other winners run again.
 struct PrefixShape {
+  struct Capture {
+    uint8_t field = 0;          // index into FormatMatch's rank, local_rank, pid, gpu, node, level, time
+    uint16_t at = 0, size = 0;  // from the round's start
+  };
   struct Round {
     uint32_t at;       // where the round starts in `text`
     unsigned char b0, b1;
-    uint32_t verify;   // bytes from `at` the failed attempts read
+    uint32_t verify;   // bytes from `at` the failed attempts (and a blind winner) read
     bool exact;        // compare those bytes exactly
     int32_t winner;    // the format that matched, or -1: the message starts here
+    bool blind = false;
+    uint32_t length = 0;  // a blind winner's match length
+    uint8_t ncaptures = 0;  // the non-empty captures of a blind winner
+    std::array<Capture, 7> captures{};
   };
   std::string text;    // the line, as far as the rounds read it, then NUL bytes (8 more)
   std::vector<Round> rounds;
@@ -748,6 +767,35 @@ inline uint64_t digit_bytes(uint64_t x) {
 }
 
 }  // namespace
+
+// A matcher that tells no digit from another (every one but syslog's, whose day is
+// "[ 0-3]\d"): on texts that differ only in digits it reads the same bytes and matches
+// the same way.
+bool digit_blind(detail::FastKind kind) { return kind != detail::FastKind::kNone && kind != detail::FastKind::k_syslog; }
+
+// For the memo: when round r's winner (of this kind, at `text`) is digit-blind, notes how
+// far it read, its length and its captures, so that replay() need not run it. False when
+// the shape cannot be kept (the matcher does not match the padded text as it matched).
+bool note_blind_winner(detail::FastKind kind, std::string_view text, PrefixShape::Round& r) {
+  if (!digit_blind(kind)) return true;
+  detail::PaddedProbe probe{text};
+  PrefixParser::FormatMatch pm;
+  if (!detail::match_fast(kind, probe, pm) || pm.length > UINT16_MAX) return false;
+  if (probe.reach > UINT16_MAX) return false;
+  // FormatMatch's captures, in the order of replay()'s kFields
+  const std::string_view* caps[] = {&pm.rank, &pm.local_rank, &pm.pid, &pm.gpu, &pm.node, &pm.level, &pm.time};
+  for (size_t k = 0; k < 7; ++k) {
+    if (caps[k]->empty()) continue;
+    const size_t at = static_cast<size_t>(caps[k]->data() - text.data());
+    if (at > UINT16_MAX || caps[k]->size() > UINT16_MAX) return false;
+    r.captures[r.ncaptures++] = {static_cast<uint8_t>(k), static_cast<uint16_t>(at),
+                                 static_cast<uint16_t>(caps[k]->size())};
+  }
+  r.blind = true;
+  r.length = static_cast<uint32_t>(pm.length);
+  r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(probe.reach));
+  return true;
+}
 
 // The rounds: at each position, the formats in order until one matches (at most 12
 // rounds). With `shape`, also notes how each round went (false: not memoizable).
@@ -798,6 +846,7 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
           }
         }
       }
+      if (memoizable && r.winner >= 0) memoizable = note_blind_winner(impl.hot[r.winner].fast, line.substr(r.at), r);
       if (memoizable) shape->rounds.push_back(r);
     }
     if (!any) break;
@@ -847,7 +896,20 @@ bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& r
       k += take;
     }
     if (r.winner < 0) break;
-    if (!try_format(impl, static_cast<uint16_t>(r.winner), rest, rec, m, applied_nonconsuming)) return false;
+    if (r.blind) {
+      // The winner matched here as on the memo's line: apply its captures from there.
+      static constexpr std::string_view FormatMatch::*kFields[] = {
+          &FormatMatch::rank, &FormatMatch::local_rank, &FormatMatch::pid, &FormatMatch::gpu,
+          &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time};
+      for (uint8_t k = 0; k < r.ncaptures; ++k) {
+        const PrefixShape::Capture& c = r.captures[k];
+        m.*kFields[c.field] = std::string_view(rest.data() + c.at, c.size);
+      }
+      m.length = r.length;
+      if (!apply_match(impl, static_cast<uint16_t>(r.winner), rest, rec, m, applied_nonconsuming)) return false;
+    } else if (!try_format(impl, static_cast<uint16_t>(r.winner), rest, rec, m, applied_nonconsuming)) {
+      return false;
+    }
   }
   rec.message = rest;
   return true;
