@@ -498,22 +498,46 @@ inline bool same_bytes(const char* a, const char* b, size_t n) {
 
 }  // namespace
 
-bool ProgressParser::try_shape(const Shape& sh, std::string_view s, ProgressLine& out) const {
+bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out) const {
   out.has_step = false;
   out.samples.clear();
   bool has_loss = false;
   size_t pos = 0, lit = 0;
-  for (const Slot& k : sh.slots) {
+  for (Slot& k : sh.slots) {
     if (s.size() - pos < k.lit_len || !same_bytes(s.data() + pos, sh.text.data() + lit, k.lit_len)) return false;
     pos += k.lit_len;
     lit += k.lit_len;
     if (pos >= s.size()) return false;
     double v = 0;
     size_t n;
-    if (!read_plain_decimal(s.data() + pos, s.data() + s.size(), v, n)) {
-      const char c = s[pos];
-      n = read_number(s, pos, v);
-      if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) return false;
+    // The same bytes as the slot's last number, and the same three after it: read_number
+    // would read the same value to the same end (it looks at most three bytes past it).
+    uint64_t lo = 0, hi = 0;
+    const bool wide = s.size() - pos >= 16;
+    if (wide) {
+      std::memcpy(&lo, s.data() + pos, 8);
+      std::memcpy(&hi, s.data() + pos + 8, 8);
+    }
+    if (wide && k.memo_len != 0 && (lo & k.mask_lo) == k.memo_lo && (hi & k.mask_hi) == k.memo_hi) {
+      v = k.memo_value;
+      n = k.memo_n;
+    } else {
+      if (!read_plain_decimal(s.data() + pos, s.data() + s.size(), v, n)) {
+        const char c = s[pos];
+        n = read_number(s, pos, v);
+        if (n == 0 || (n == 1 && (c == '-' || c == '+' || c == '.'))) return false;
+      }
+      k.memo_len = 0;
+      if (wide && n + 3 <= 16) {
+        const size_t len = n + 3;
+        k.mask_lo = len >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * len)) - 1;
+        k.mask_hi = len <= 8 ? 0 : len == 16 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len - 8))) - 1;
+        k.memo_lo = lo & k.mask_lo;
+        k.memo_hi = hi & k.mask_hi;
+        k.memo_len = static_cast<uint32_t>(len);
+        k.memo_n = static_cast<uint32_t>(n);
+        k.memo_value = v;
+      }
     }
     if (k.metric != kNoMetric) {
       if (k.metric == a_.step()) {

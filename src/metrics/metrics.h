@@ -114,13 +114,19 @@ class ProgressParser {
     uint32_t lit_len;  // text before this number
     MetricId metric;   // kNoMetric: a number nothing names (still read, to find its end)
     double scale;
+    // The number this slot read last, to reuse when the same text comes again (a step,
+    // a learning rate, a loss scale repeat from line to line): its bytes and the three
+    // after them (all that decide where a number ends), masked; memo_len 0: none.
+    uint64_t memo_lo = 0, memo_hi = 0, mask_lo = 0, mask_hi = 0;
+    uint32_t memo_len = 0, memo_n = 0;
+    double memo_value = 0;
   };
   struct Shape {
     std::string text;  // the text between the numbers, concatenated
     std::vector<Slot> slots;
   };
   static constexpr size_t kMaxShapes = 4;
-  bool try_shape(const Shape& shape, std::string_view s, ProgressLine& out) const;
+  bool try_shape(Shape& shape, std::string_view s, ProgressLine& out) const;
   const Aliases& a_;
   std::vector<Shape> shapes_;  // most used first
   std::vector<size_t> starts_;                     // while building a shape: its numbers' starts
