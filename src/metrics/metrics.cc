@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <array>
+#include <atomic>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -322,10 +324,17 @@ std::string_view key_before(std::string_view s, size_t num_start, size_t floor) 
   return k;
 }
 
-// The metric a key names (keys are matched lower-cased).
+// The metric a key names (keys are matched lower-cased). A key that names none after a
+// colon is read from there: "train: step", "Epoch 3: loss" (a logger's or a phase's name
+// before it).
 MetricId metric_of_key(const Aliases& a, std::string_view key) {
-  if (key.size() > a.max_key_size()) return kNoMetric;
-  return a.by_key_any_case(key);
+  if (key.size() <= a.max_key_size()) {
+    if (const MetricId m = a.by_key_any_case(key); m != kNoMetric) return m;
+  }
+  const size_t colon = key.rfind(':');
+  if (colon == std::string_view::npos) return kNoMetric;
+  std::string_view after = trim(key.substr(colon + 1));
+  return after.empty() ? kNoMetric : metric_of_key(a, after);
 }
 
 }  // namespace
@@ -611,18 +620,61 @@ void Series::add(const Point& p, std::string_view text) {
     first_nonfinite = p;
     nonfinite_text.assign(capped(text));
   }
-  // Keep every stride-th point; when full, drop every other kept point and double the
-  // stride, so the kept points stay evenly spread over the whole run.
-  if (++seen_since_kept >= stride || points.empty()) {
-    seen_since_kept = 0;
+  if (count == 1) {
+    anchor = p.step;
     points.push_back(p);
-    if (points.size() >= kMaxPoints) {
+  } else {
+    offer_point(p);
+  }
+}
+
+void Series::offer_point(const Point& p) {
+  if (!on_step_grid(p.step, anchor, stride)) return;
+  points.push_back(p);
+  while (points.size() >= kMaxPoints) {
+    if (stride < kMaxStride) {
+      stride *= 2;
+      std::erase_if(points, [&](const Point& q) { return !on_step_grid(q.step, anchor, stride); });
+    } else {
       size_t w = 0;
       for (size_t r = 0; r < points.size(); r += 2) points[w++] = points[r];
       points.resize(w);
-      stride *= 2;
     }
   }
+}
+
+StepGrids::StepGrids(size_t metrics) : metrics_(metrics) {
+  cells_ = static_cast<uint64_t*>(std::calloc(metrics_ * (kRanks + 1) + 1, sizeof(uint64_t)));
+  if (cells_ == nullptr) metrics_ = 0;  // no memory: nothing is published, nothing filtered
+}
+
+StepGrids::~StepGrids() { std::free(cells_); }
+
+uint64_t* StepGrids::cell(MetricId metric, int rank) const {
+  if (metric >= metrics_ || rank < -1 || rank >= kRanks) return nullptr;
+  return cells_ + static_cast<size_t>(metric) * (kRanks + 1) + static_cast<size_t>(rank + 1);
+}
+
+// A cell: the anchor (a whole number, |anchor| < 2^54) in the top 56 bits, log2 of the
+// stride in bits 1-6, bit 0 set when published.
+bool StepGrids::get(MetricId metric, int rank, int64_t& anchor, uint64_t& stride) const {
+  const uint64_t* c = cell(metric, rank);
+  if (c == nullptr) return false;
+  const uint64_t v = std::atomic_ref<const uint64_t>(*c).load(std::memory_order_relaxed);
+  if ((v & 1) == 0) return false;
+  anchor = static_cast<int64_t>(v) >> 8;
+  stride = uint64_t{1} << ((v >> 1) & 63);
+  return true;
+}
+
+void StepGrids::publish(MetricId metric, int rank, double anchor, uint64_t stride) {
+  uint64_t* c = cell(metric, rank);
+  if (c == nullptr || !(anchor > -1.8e16 && anchor < 1.8e16)) return;
+  const auto a = static_cast<int64_t>(anchor);
+  if (static_cast<double>(a) != anchor) return;
+  const uint64_t v = (static_cast<uint64_t>(a) << 8) | (static_cast<uint64_t>(std::countr_zero(stride)) << 1) | 1;
+  std::atomic_ref<uint64_t> ref(*c);
+  if (ref.load(std::memory_order_relaxed) != v) ref.store(v, std::memory_order_relaxed);
 }
 
 void SeriesSet::add_sample(int rank, MetricId metric, double step, double value, uint32_t source, uint64_t line_no,
@@ -649,13 +701,21 @@ void SeriesBatch::clear() {
   last_slot_ = UINT32_MAX;
 }
 
-SeriesBatch::Part& SeriesBatch::new_part(MetricId metric) {
+size_t SeriesBatch::candidates() const {
+  size_t n = 0;
+  for (size_t i = 0; i < used_parts_; ++i) n += parts_[i].samples.size();
+  return n;
+}
+
+SeriesBatch::Part& SeriesBatch::new_part(MetricId metric, int rank, const StepGrids* grids) {
   if (used_parts_ == parts_.size()) parts_.emplace_back();
   Part& P = parts_[used_parts_++];
   P.metric = metric;
-  P.min = P.max = 0;
-  P.min_at = P.max_at = P.nonfinite_at = 0;
+  P.count = 0;
   P.has_finite = P.has_nonfinite = false;
+  P.anchor = 0;
+  P.stride = 1;
+  if (grids != nullptr) grids->get(metric, rank, P.anchor, P.stride);
   P.samples.clear();
   return P;
 }
@@ -700,7 +760,7 @@ SeriesBatch::Rank& SeriesBatch::rank_slot(int rank) {
 }
 
 void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
-                      uint32_t text_ref) {
+                      uint32_t text_ref, const StepGrids* grids) {
   Rank& r = rank_slot(rank);
   Line at{0, line_no, time_us, source, 0, text_ref};
   if (line.has_step) {
@@ -716,25 +776,36 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
   const uint32_t li = static_cast<uint32_t>(lines_.size());
   lines_.push_back(at);
   r.last_line = li;
+  // The line's step as a whole number, for the grid test (a step-less line's step is not
+  // known yet: its samples are all kept).
+  const bool known_step = at.rel == 0;
+  const bool whole_step = known_step && at.step > -9.0e15 && at.step < 9.0e15 &&
+                          static_cast<double>(static_cast<int64_t>(at.step)) == at.step;
+  const int64_t istep = whole_step ? static_cast<int64_t>(at.step) : 0;
   for (const metrics::Sample& s : line.samples) {
     if (s.metric >= r.part_of_metric.size()) r.part_of_metric.resize(static_cast<size_t>(s.metric) + 1, -1);
     int32_t pi = r.part_of_metric[s.metric];
     if (pi < 0) {
       pi = static_cast<int32_t>(used_parts_);
       r.part_of_metric[s.metric] = pi;
-      new_part(s.metric);
+      new_part(s.metric, rank, grids);
     }
     Part& P = parts_[static_cast<size_t>(pi)];
-    const uint32_t at_i = static_cast<uint32_t>(P.samples.size());
+    const Sample smp{s.value, li};
+    if (P.count++ == 0) P.first = smp;
+    P.last = smp;
     if (std::isfinite(s.value)) {
-      if (!P.has_finite || s.value < P.min) P.min = s.value, P.min_at = at_i;
-      if (!P.has_finite || s.value > P.max) P.max = s.value, P.max_at = at_i;
+      if (!P.has_finite || s.value < P.min.value) P.min = smp;
+      if (!P.has_finite || s.value > P.max.value) P.max = smp;
       P.has_finite = true;
     } else if (!P.has_nonfinite) {
       P.has_nonfinite = true;
-      P.nonfinite_at = at_i;
+      P.nonfinite = smp;
     }
-    P.samples.push_back({s.value, li});
+    // Off the published grid: not a point now, nor ever (grids only get coarser).
+    if (P.stride == 1 || !known_step ||
+        (whole_step && ((static_cast<uint64_t>(istep - P.anchor) & (P.stride - 1)) == 0)))
+      P.samples.push_back(smp);
   }
 }
 
@@ -755,6 +826,11 @@ Series& SeriesSet::series_of(RankRefs& refs, MetricId metric, int rank) {
   Series*& s = refs.by_metric[metric];
   if (s == nullptr) s = &series_[{metric, rank}];
   return *s;
+}
+
+const StepGrids* SeriesSet::grids(size_t metrics) {
+  if (!grids_) grids_ = std::make_shared<StepGrids>(metrics);
+  return grids_.get();
 }
 
 void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint32_t)>& text_of) {
@@ -778,55 +854,41 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
     for (int32_t pi : r.part_of_metric) {
       if (pi < 0) continue;
       SeriesBatch::Part& P = b.parts_[static_cast<size_t>(pi)];
-      if (P.samples.empty()) continue;
+      if (P.count == 0) continue;
       Series& S = series_of(refs, P.metric, r.rank);
-      if (S.count == 0) S.first = point(P.samples.front());
-      S.count += P.samples.size();
-      S.last = point(P.samples.back());
+      const SeriesBatch::Sample* from = P.samples.data();
+      const SeriesBatch::Sample* const end = from + P.samples.size();
+      if (S.count == 0) {
+        S.first = point(P.first);
+        S.anchor = S.first.step;
+        S.points.push_back(S.first);
+        // No grid was published for a series not begun: the first sample was kept.
+        if (from != end && from->line == P.first.line) ++from;
+      }
+      S.count += P.count;
+      S.last = point(P.last);
       // The first point that reaches the minimum over both: the earlier one on a tie.
       if (P.has_finite) {
-        if (!S.has_finite || P.min < S.min) {
-          S.min = P.min;
-          S.min_point = point(P.samples[P.min_at]);
-          S.min_text.assign(text(P.samples[P.min_at]));
+        if (!S.has_finite || P.min.value < S.min) {
+          S.min = P.min.value;
+          S.min_point = point(P.min);
+          S.min_text.assign(text(P.min));
         }
-        if (!S.has_finite || P.max > S.max) {
-          S.max = P.max;
-          S.max_point = point(P.samples[P.max_at]);
-          S.max_text.assign(text(P.samples[P.max_at]));
+        if (!S.has_finite || P.max.value > S.max) {
+          S.max = P.max.value;
+          S.max_point = point(P.max);
+          S.max_text.assign(text(P.max));
         }
         S.has_finite = true;
       }
       if (P.has_nonfinite && !S.has_nonfinite) {
         S.has_nonfinite = true;
-        S.first_nonfinite = point(P.samples[P.nonfinite_at]);
-        S.nonfinite_text.assign(text(P.samples[P.nonfinite_at]));
+        S.first_nonfinite = point(P.nonfinite);
+        S.nonfinite_text.assign(text(P.nonfinite));
       }
-      // Thinning, as Series::add does it point by point, jumping over the points it drops.
-      const size_t n = P.samples.size();
-      size_t i = 0;
-      while (i < n) {
-        if (!S.points.empty()) {
-          uint64_t skip = S.seen_since_kept + 1 >= S.stride ? 0 : S.stride - S.seen_since_kept - 1;
-          if (skip >= n - i) {
-            S.seen_since_kept += n - i;
-            break;
-          }
-          i += skip;
-          S.seen_since_kept += skip;
-        }
-        if (++S.seen_since_kept >= S.stride || S.points.empty()) {
-          S.seen_since_kept = 0;
-          S.points.push_back(point(P.samples[i]));
-          if (S.points.size() >= Series::kMaxPoints) {
-            size_t w = 0;
-            for (size_t k = 0; k < S.points.size(); k += 2) S.points[w++] = S.points[k];
-            S.points.resize(w);
-            S.stride *= 2;
-          }
-        }
-        ++i;
-      }
+      // The candidates, as Series::add offers every sample (the others are off the grid).
+      for (; from != end; ++from) S.offer_point(point(*from));
+      if (grids_) grids_->publish(P.metric, r.rank, S.anchor, S.stride);
     }
     if (refs.last_step == nullptr) refs.last_step = &last_step_[r.rank];
     *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -141,6 +142,41 @@ struct Point {
   int64_t time_us = INT64_MIN;
 };
 
+// Whether a step lies on the grid anchor + k * stride (stride a power of two). A step
+// that is not a whole number of steps away from the anchor lies on the grid of stride 1
+// only.
+inline bool on_step_grid(double step, double anchor, uint64_t stride) {
+  if (stride == 1) return true;
+  const double d = step - anchor;
+  if (!(d > -9.0e15 && d < 9.0e15)) return false;  // (and NaN)
+  const auto k = static_cast<int64_t>(d);
+  return static_cast<double>(k) == d && (static_cast<uint64_t>(k) & (stride - 1)) == 0;
+}
+
+// The step grids of a SeriesSet's series, for the threads that fill SeriesBatches while
+// it appends others: a batch keeps only the samples on its series' grid as last
+// published (a grid only gets coarser, and its anchor never moves, so a sample off an
+// older grid is off the current one too). Lock-free: one 64-bit cell per (metric, rank)
+// for ranks -1 to kRanks - 1 (other ranks are not filtered); the cells are allocated
+// untouched, so memory grows with the series there are.
+class StepGrids {
+ public:
+  explicit StepGrids(size_t metrics);
+  ~StepGrids();
+  StepGrids(const StepGrids&) = delete;
+  StepGrids& operator=(const StepGrids&) = delete;
+  // The last published grid of (metric, rank); false when there is none (keep everything).
+  bool get(MetricId metric, int rank, int64_t& anchor, uint64_t& stride) const;
+  // Publishes a series' grid (an anchor that is not a whole number below 2^54 is not).
+  void publish(MetricId metric, int rank, double anchor, uint64_t stride);
+  static constexpr int kRanks = 16384;
+
+ private:
+  uint64_t* cell(MetricId metric, int rank) const;
+  size_t metrics_;
+  uint64_t* cells_ = nullptr;  // calloc'd, read and written through std::atomic_ref
+};
+
 // Summary and thinned points of one metric on one rank (rank -1: the log does not say).
 struct Series {
   uint64_t count = 0;
@@ -152,11 +188,20 @@ struct Series {
   Point min_point, max_point;  // where the first minimum / maximum was seen
   // The log text at those points (evidence for verdicts), capped.
   std::string nonfinite_text, min_text, max_text;
-  std::vector<Point> points;  // at most kMaxPoints, evenly thinned, first and last kept
-  uint32_t stride = 1;        // every stride-th point is kept
-  uint64_t seen_since_kept = 0;
+  // Fewer than kMaxPoints points, evenly thinned by step: those whose step lies on the
+  // grid anchor + k * stride (on_step_grid), anchor being the first point's step. When the
+  // points fill up, the stride doubles and the points off the new grid go, so the kept
+  // points stay spread over the whole run and line up across ranks. (Steps that repeat so
+  // often that no grid thins them lose every other point instead.)
+  std::vector<Point> points;
+  uint64_t stride = 1;
+  double anchor = 0;
   static constexpr size_t kMaxPoints = 512;
+  static constexpr uint64_t kMaxStride = uint64_t{1} << 52;
   void add(const Point& p, std::string_view text = {});
+  // Keeps p as a point when it lies on the grid (thinning when full); p comes after the
+  // series' first point.
+  void offer_point(const Point& p);
 };
 
 class SeriesSet;
@@ -171,10 +216,14 @@ class SeriesBatch {
  public:
   // As SeriesSet::add, but the line's text is named by `text_ref`: append() asks for the
   // texts it keeps (extremes, first non-finite value) instead of copying every line's.
+  // With `grids` (the set's, read while it appends other batches), a sample off its
+  // series' published grid is counted in the summary but not kept as a candidate point.
   void add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
-           uint32_t text_ref);
+           uint32_t text_ref, const StepGrids* grids = nullptr);
   bool empty() const { return used_ranks_ == 0; }
   void clear();  // keeps the storage for the next batch
+  // The samples kept as candidate points (the rest were off their grid), for tests.
+  size_t candidates() const;
 
  private:
   friend class SeriesSet;
@@ -192,12 +241,15 @@ class SeriesBatch {
     double value;
     uint32_t line;  // index into lines_
   };
-  struct Part {  // one (metric, rank): Series' summary over the batch, and every sample
+  struct Part {  // one (metric, rank): Series' summary over the batch, and its candidate points
     MetricId metric = 0;
-    double min = 0, max = 0;
-    uint32_t min_at = 0, max_at = 0, nonfinite_at = 0;  // indices into samples
+    uint64_t count = 0;
+    Sample first{}, last{}, min{}, max{}, nonfinite{};
     bool has_finite = false, has_nonfinite = false;
-    std::vector<Sample> samples;
+    // The grid published when the part began (stride 1: keep every sample).
+    int64_t anchor = 0;
+    uint64_t stride = 1;
+    std::vector<Sample> samples;  // the samples that may be points, in order
   };
   struct Rank {
     int rank = 0;
@@ -208,7 +260,7 @@ class SeriesBatch {
     std::vector<int32_t> part_of_metric;  // MetricId -> index into parts_, -1 if none
   };
   Rank& rank_slot(int rank);
-  Part& new_part(MetricId metric);
+  Part& new_part(MetricId metric, int rank, const StepGrids* grids);
   std::vector<Line> lines_;
   std::vector<Rank> ranks_;  // the first used_ranks_ are this batch's
   std::vector<Part> parts_;  // the first used_parts_ are this batch's
@@ -221,12 +273,14 @@ class SeriesBatch {
 class SeriesSet {
  public:
   SeriesSet() = default;
+  // (A copy has no published grids: nothing is filtered for it until it appends.)
   SeriesSet(const SeriesSet& o) : series_(o.series_), last_progress_(o.last_progress_), last_step_(o.last_step_) {}
   SeriesSet& operator=(const SeriesSet& o) {
     series_ = o.series_;
     last_progress_ = o.last_progress_;
     last_step_ = o.last_step_;
     refs_.clear();
+    grids_.reset();
     return *this;
   }
   SeriesSet(SeriesSet&&) = default;  // map nodes do not move: the cached pointers stay valid
@@ -245,8 +299,12 @@ class SeriesSet {
   bool empty() const { return series_.empty(); }
   // The last progress line per rank (its step and time), for stalls and stragglers.
   const std::map<int, Point>& last_progress() const { return last_progress_; }
+  // The grids append() publishes, for SeriesBatch::add on other threads (made on first
+  // use; valid as long as the set).
+  const StepGrids* grids(size_t metrics);
 
  private:
+  std::shared_ptr<StepGrids> grids_;
   std::map<std::pair<MetricId, int>, Series> series_;
   std::map<int, Point> last_progress_;
   std::map<int, double> last_step_;

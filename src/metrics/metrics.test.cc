@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -125,6 +126,18 @@ TEST(Progress, TqdmPostfixAndUnits) {
   EXPECT_DOUBLE_EQ(m["step_time_ms"], 2500);
 }
 
+TEST(Progress, KeysAfterALoggerName) {
+  // Python logging's "%(name)s: %(message)s" puts the logger's name before the first key.
+  double step;
+  auto m = parse("train: step 7 | loss 0.5 | lr 3.000e-04", &step);
+  EXPECT_EQ(step, 7);
+  EXPECT_DOUBLE_EQ(m["loss"], 0.5);
+  EXPECT_DOUBLE_EQ(m["lr"], 3e-4);
+  m = parse("Validation: loss 1.25 step 40", &step);
+  EXPECT_EQ(step, 40);
+  EXPECT_DOUBLE_EQ(m["loss"], 1.25);
+}
+
 TEST(Progress, OddSpacing) {
   double step;
   auto m = parse("step:   7   loss :  0.5   lr= 3e-4", &step);
@@ -161,7 +174,7 @@ std::string set_diff(const SeriesSet& a, const SeriesSet& b) {
       return k + "min/max point";
     if (x.has_nonfinite && !same_point(x.first_nonfinite, y.first_nonfinite)) return k + "nonfinite";
     if (x.min_text != y.min_text || x.max_text != y.max_text || x.nonfinite_text != y.nonfinite_text) return k + "texts";
-    if (x.stride != y.stride || x.seen_since_kept != y.seen_since_kept) return k + "thinning state";
+    if (x.stride != y.stride || std::memcmp(&x.anchor, &y.anchor, 8) != 0) return k + "thinning state";
     if (x.points.size() != y.points.size()) return k + "points " + std::to_string(x.points.size()) + " vs " + std::to_string(y.points.size());
     for (size_t i = 0; i < x.points.size(); ++i)
       if (!same_point(x.points[i], y.points[i])) return k + "point " + std::to_string(i);
@@ -179,10 +192,11 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
     SeriesBatch batch;
     int nranks = trial % 5 == 1 ? 1 : 1 + static_cast<int>(rng() % 5);
     int nmetrics = trial % 5 == 1 ? 1 : 4;
-    size_t lines = 200 + rng() % 6000;
+    size_t lines = 200 + rng() % (trial % 3 == 2 ? 40000 : 6000);  // some long enough to thin a lot
     double step_frac = trial % 4 == 0 ? 0.0 : 0.5 + 0.5 * (rng() % 2);  // some runs never print a step
     uint64_t line_no = 0;
     std::vector<std::string> texts;
+    size_t offered = 0, kept = 0;
     for (size_t i = 0; i < lines; ++i) {
       ProgressLine p;
       int rank = static_cast<int>(rng() % nranks) - 1;
@@ -198,15 +212,76 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
       ++line_no;
       one.add(rank, p, 0, line_no, int64_t(i), text);
       texts.push_back(text);
-      batch.add(rank, p, 0, line_no, int64_t(i), static_cast<uint32_t>(texts.size() - 1));
+      // Half the trials drop samples off the grids published by the appends so far, as
+      // the scan's threads do: the result must not change.
+      const StepGrids* grids = trial % 2 == 0 ? batched.grids(nmetrics) : nullptr;
+      batch.add(rank, p, 0, line_no, int64_t(i), static_cast<uint32_t>(texts.size() - 1), grids);
+      offered += p.samples.size();
       if (rng() % 97 == 0 || i + 1 == lines) {
+        kept += batch.candidates();
         batched.append(batch, [&](uint32_t ref) { return std::string_view(texts[ref]); });
         texts.clear();
       }
     }
     std::string d = set_diff(one, batched);
     EXPECT_EQ(d, "") << "trial " << trial;
+    if (trial % 2 == 1) EXPECT_EQ(kept, offered);
+    // Long runs with a step on most lines thin a lot: most samples never reach append.
+    if (trial % 2 == 0 && lines > 20000 && step_frac == 1.0 && trial % 3 != 0) EXPECT_LT(kept * 4, offered) << trial;
   }
+}
+
+TEST(Series, PointsLieOnAStepGridAndStayBounded) {
+  // Steps 5, 8, 11, ... : the points are those at anchor + k * stride.
+  Series s;
+  for (int i = 0; i < 20000; ++i) s.add(Point{5.0 + 3 * i, double(i), 0, uint64_t(i), 0});
+  ASSERT_GT(s.stride, 1u);
+  EXPECT_LT(s.points.size(), Series::kMaxPoints);
+  EXPECT_GE(s.points.size(), Series::kMaxPoints / 2 - 1);
+  EXPECT_EQ(s.points.front().step, 5.0);
+  for (const Point& p : s.points) EXPECT_EQ(std::fmod(p.step - 5.0, 3.0 * double(s.stride)), 0.0) << p.step;
+  // Two ranks logging the same steps keep the same steps.
+  Series a, b;
+  for (int i = 0; i < 5000; ++i) {
+    a.add(Point{double(i), 1, 0, 0, 0});
+    if (i % 2 == 0) b.add(Point{double(i), 1, 0, 0, 0});
+  }
+  for (const Point& p : a.points) {
+    if (p.step <= b.points.back().step && std::fmod(p.step, double(b.stride)) == 0)
+      EXPECT_TRUE(std::any_of(b.points.begin(), b.points.end(), [&](const Point& q) { return q.step == p.step; })) << p.step;
+  }
+  // A step that never moves, and steps that are not whole: still bounded.
+  Series same, frac;
+  for (int i = 0; i < 100000; ++i) {
+    same.add(Point{7, double(i), 0, 0, 0});
+    frac.add(Point{i / 3.0, double(i), 0, 0, 0});
+  }
+  EXPECT_LT(same.points.size(), Series::kMaxPoints);
+  EXPECT_GT(same.points.size(), 0u);
+  EXPECT_LT(frac.points.size(), Series::kMaxPoints);
+  EXPECT_GT(frac.points.size(), Series::kMaxPoints / 4);
+}
+
+TEST(StepGrids, PublishedGridsReadBack) {
+  StepGrids g(4);
+  int64_t anchor = 0;
+  uint64_t stride = 0;
+  EXPECT_FALSE(g.get(1, 3, anchor, stride));
+  g.publish(1, 3, -12, 64);
+  ASSERT_TRUE(g.get(1, 3, anchor, stride));
+  EXPECT_EQ(anchor, -12);
+  EXPECT_EQ(stride, 64u);
+  g.publish(1, -1, 1e15, uint64_t{1} << 40);
+  ASSERT_TRUE(g.get(1, -1, anchor, stride));
+  EXPECT_EQ(anchor, int64_t(1e15));
+  EXPECT_EQ(stride, uint64_t{1} << 40);
+  // Not kept: an anchor that is not whole, a rank or metric out of the table.
+  g.publish(2, 0, 0.5, 2);
+  EXPECT_FALSE(g.get(2, 0, anchor, stride));
+  g.publish(0, StepGrids::kRanks, 1, 2);
+  EXPECT_FALSE(g.get(0, StepGrids::kRanks, anchor, stride));
+  g.publish(9, 0, 1, 2);
+  EXPECT_FALSE(g.get(9, 0, anchor, stride));
 }
 
 TEST(Series, ThinsEvenlyAndKeepsExtremesAndFirstNonFinite) {

@@ -319,8 +319,9 @@ class RankIndex {
 
 class LineWorker {
  public:
-  LineWorker(const Engine& engine, const ScanOptions& opt)
-      : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()) {}
+  // `grids`: the job's series grids (SeriesSet::grids), to drop samples off them early.
+  LineWorker(const Engine& engine, const ScanOptions& opt, const metrics::StepGrids* grids)
+      : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()), grids_(grids) {}
 
   void run(Chunk& c) {
     if (c.kind != Chunk::Kind::kLines) return;
@@ -382,7 +383,7 @@ class LineWorker {
         }
       }
       if (might_be_progress(rec.message) && progress_parser_.parse(rec.message, progress_))
-        r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i));
+        r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
       bool mark = is_summary_header(rec.message) || is_traceback_start(rec.message);
       if (joined) {
         // Matched below, all lines in one pass.
@@ -522,6 +523,7 @@ class LineWorker {
   std::string clean_;
   metrics::ProgressLine progress_;
   metrics::ProgressParser progress_parser_;
+  const metrics::StepGrids* grids_;
   std::vector<uint32_t> hits_;
   RankIndex slots_;
   std::vector<PerRank> per_rank_;
@@ -1039,7 +1041,7 @@ class Chunker : public io::ByteSink {
 class Inline {
  public:
   Inline(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt)
-      : worker_(engine, opt), merger_(engine, sink, job, opt) {}
+      : worker_(engine, opt, job.series.grids(engine.metric_aliases().size())), merger_(engine, sink, job, opt) {}
   void emit(std::unique_ptr<Chunk> c) {
     worker_.run(*c);
     merger_.process(*c);
@@ -1060,7 +1062,11 @@ class Inline {
 class Pipeline {
  public:
   Pipeline(const Engine& engine, EventSink& sink, JobStats& job, const ScanOptions& opt, unsigned threads)
-      : engine_(engine), opt_(opt), merger_(engine, sink, job, opt), max_in_flight_(2 * threads + 2) {}
+      : engine_(engine),
+        opt_(opt),
+        merger_(engine, sink, job, opt),
+        grids_(job.series.grids(engine.metric_aliases().size())),
+        max_in_flight_(2 * threads + 2) {}
 
   // Reader side. While too many chunks are in flight (memory stays bounded), the reader
   // does a queued chunk's work itself rather than wait: on a machine with as many
@@ -1073,7 +1079,7 @@ class Pipeline {
         space_.wait(lk);
         continue;
       }
-      if (!reader_worker_) reader_worker_ = std::make_unique<LineWorker>(engine_, opt_);
+      if (!reader_worker_) reader_worker_ = std::make_unique<LineWorker>(engine_, opt_, grids_);
       run_one(*reader_worker_, lk);
     }
     ++in_flight_;
@@ -1096,7 +1102,7 @@ class Pipeline {
   // A scanning thread: phase A on whatever chunk comes next, then phase B on every chunk
   // whose turn it is (one thread at a time).
   void work() {
-    LineWorker worker(engine_, opt_);
+    LineWorker worker(engine_, opt_, grids_);
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       work_.wait(lk, [&] { return !queue_.empty() || closed_; });
@@ -1138,6 +1144,7 @@ class Pipeline {
   const Engine& engine_;
   const ScanOptions& opt_;
   Merger merger_;
+  const metrics::StepGrids* grids_;
   const size_t max_in_flight_;
   std::mutex mu_;
   std::condition_variable work_, space_;
