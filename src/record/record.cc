@@ -9,6 +9,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <ctime>
 
 #include "base/strings.h"
@@ -19,12 +22,14 @@ namespace ff::record {
 // ---------------------------------------------------------------------------
 // Line framing
 
-void LineFramer::emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line) {
+void LineFramer::emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line,
+                      bool plain) {
   RawLine line;
   line.number = ++number_;
   line.offset = line_start_;
   line.bytes = bytes;
   line.cut = cut;
+  line.plain = plain;
   if (cut) ++cut_lines_;
   on_line(line);
   pending_.clear();
@@ -36,6 +41,79 @@ void LineFramer::keep(std::string_view piece) {
   size_t room = max_line_ > pending_.size() ? max_line_ - pending_.size() : 0;
   if (piece.size() > room) pending_cut_ = true;
   pending_.append(piece.substr(0, std::min(room, piece.size())));
+}
+
+namespace {
+
+// The first '\n' in [p, e), or e; sets `dirty` when a byte that clean_line changes ('\r',
+// ESC, NUL) comes before it. One pass finds the line's end and whether it needs cleaning
+// (needs_cleaning's test, sixteen bytes at a time).
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same, 32 bytes at a time, on processors with AVX2 (chosen at run time).
+__attribute__((target("avx2"))) const char* find_line_end_avx2(const char* p, const char* e, bool& dirty) {
+  const __m256i lf = _mm256_set1_epi8('\n'), esc = _mm256_set1_epi8('\x1b'), cr = _mm256_set1_epi8('\r'),
+                nul = _mm256_setzero_si256();
+  for (; e - p >= 32; p += 32) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const auto at_lf = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(w, lf)));
+    const auto odd = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(w, esc), _mm256_cmpeq_epi8(w, cr)), _mm256_cmpeq_epi8(w, nul))));
+    if (at_lf != 0) {
+      const int k = __builtin_ctz(at_lf);
+      if ((odd & ((1u << k) - 1)) != 0) dirty = true;
+      return p + k;
+    }
+    if (odd != 0) dirty = true;
+  }
+  for (; p < e; ++p) {
+    const char c = *p;
+    if (c == '\n') return p;
+    if (c == '\x1b' || c == '\r' || c == '\0') dirty = true;
+  }
+  return e;
+}
+#endif
+
+const char* find_line_end_sse2(const char* p, const char* e, bool& dirty) {
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n'), esc = _mm_set1_epi8('\x1b'), cr = _mm_set1_epi8('\r'),
+                nul = _mm_setzero_si128();
+  for (; e - p >= 16; p += 16) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const auto at_lf = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, lf)));
+    const auto odd = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, esc), _mm_cmpeq_epi8(w, cr)), _mm_cmpeq_epi8(w, nul))));
+    if (at_lf != 0) {
+      const int k = __builtin_ctz(at_lf);
+      if ((odd & ((1u << k) - 1)) != 0) dirty = true;
+      return p + k;
+    }
+    if (odd != 0) dirty = true;
+  }
+#endif
+  for (; p < e; ++p) {
+    const char c = *p;
+    if (c == '\n') return p;
+    if (c == '\x1b' || c == '\r' || c == '\0') dirty = true;
+  }
+  return e;
+}
+
+const detail::FindLineEnd find_line_end = [] {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) return &find_line_end_avx2;
+#endif
+  return &find_line_end_sse2;
+}();
+
+}  // namespace
+
+std::vector<detail::FindLineEnd> detail::line_end_finders() {
+  std::vector<FindLineEnd> all{&find_line_end_sse2};
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) all.push_back(&find_line_end_avx2);
+#endif
+  return all;
 }
 
 namespace {
@@ -119,18 +197,20 @@ void LineFramer::feed(std::string_view chunk, const std::function<void(const Raw
     return;
   }
   size_t pos = 0;
+  const char* const chunk_end = chunk.data() + chunk.size();
   while (pos < chunk.size()) {
-    const void* nl = std::memchr(chunk.data() + pos, '\n', chunk.size() - pos);
-    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
+    bool dirty = false;
+    const char* nl = find_line_end(chunk.data() + pos, chunk_end, dirty);
+    size_t end = static_cast<size_t>(nl - chunk.data());
     std::string_view piece = chunk.substr(pos, end - pos);
-    if (!nl) {
+    if (nl == chunk_end) {
       keep(piece);  // an incomplete line waits for the next chunk
       offset_ += piece.size();
       return;
     }
     if (pending_.empty() && !pending_cut_) {
       // The common case: the whole line is inside this chunk; no copy.
-      emit(piece.substr(0, std::min(piece.size(), max_line_)), piece.size() > max_line_, on_line);
+      emit(piece.substr(0, std::min(piece.size(), max_line_)), piece.size() > max_line_, on_line, !dirty);
     } else {
       keep(piece);
       emit(pending_, pending_cut_, on_line);

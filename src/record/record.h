@@ -45,6 +45,7 @@ struct RawLine {
   uint64_t number = 0;      // 1-based line number in the source
   uint64_t offset = 0;      // byte offset of the line start in the source
   bool cut = false;         // longer than the limit: only the first part is here
+  bool plain = false;       // known to hold nothing clean_line changes (no CR, ESC or NUL)
 };
 
 // Line ends: '\n' (and "\r\n"; clean_line drops the '\r'). A '\r' inside a
@@ -63,7 +64,8 @@ class LineFramer {
   uint64_t cut_lines() const { return cut_lines_; }
 
  private:
-  void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line);
+  void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line,
+            bool plain = false);
   void keep(std::string_view piece);
   void feed_cr(std::string_view chunk, const std::function<void(const RawLine&)>& on_line);
   void switch_to_cr(const std::function<void(const RawLine&)>& on_line);
@@ -78,6 +80,14 @@ class LineFramer {
   uint64_t line_start_ = 0;   // offset where the pending line started
   uint64_t cut_lines_ = 0;
 };
+
+namespace detail {
+// LineFramer's search for a line's end: the first '\n' in [p, e) (or e), setting `dirty`
+// when a CR, ESC or NUL comes before it. Every implementation this processor runs (for
+// tests; the framer uses the fastest).
+using FindLineEnd = const char* (*)(const char* p, const char* e, bool& dirty);
+std::vector<FindLineEnd> line_end_finders();
+}  // namespace detail
 
 // Writes into `out` the line as a person would see it on a terminal: ANSI escape
 // sequences removed, only the text after the last carriage return kept (progress bars

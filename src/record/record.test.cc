@@ -30,6 +30,59 @@ TEST(LineFramer, LongLineIsCutNotBuffered) {
   EXPECT_EQ(lines[1], "ok");
 }
 
+TEST(LineFramer, PlainLinesNeedNoCleaning) {
+  // Lines of every length around the sixteen-byte steps, with a byte that clean_line
+  // changes (or not) at every place, fed whole and in odd pieces: a line said plain
+  // needs no cleaning, and a line framed inside one piece is said plain when it needs none.
+  std::mt19937 rng(5);
+  std::string log;
+  std::vector<std::string> want;
+  for (int i = 0; i < 3000; ++i) {
+    std::string line(rng() % 70, 'a');
+    for (char& c : line) c = "abc 0|:[]"[rng() % 9];
+    if (!line.empty() && rng() % 3 == 0) line[rng() % line.size()] = "\r\x1b"[rng() % 2];
+    if (!line.empty() && rng() % 50 == 0) line[rng() % line.size()] = '\0';
+    want.push_back(line);
+    log += line + "\n";
+  }
+  for (size_t piece : {log.size(), size_t{37}, size_t{4096}}) {
+    LineFramer f;
+    size_t n = 0, plain = 0;
+    bool whole = piece == log.size();
+    auto cb = [&](const RawLine& l) {
+      ASSERT_LT(n, want.size());
+      EXPECT_EQ(l.bytes, want[n]);
+      if (l.plain) ++plain;
+      if (l.plain) EXPECT_FALSE(needs_cleaning(l.bytes)) << n;
+      if (whole) EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n;
+      ++n;
+    };
+    for (size_t at = 0; at < log.size(); at += piece) f.feed(std::string_view(log).substr(at, piece), cb);
+    f.finish(cb);
+    EXPECT_EQ(n, want.size());
+    if (piece != 37) EXPECT_GT(plain, want.size() / 3);
+  }
+}
+
+TEST(LineFramer, EveryLineEndFinderAgreesWithAByteLoop) {
+  std::mt19937 rng(11);
+  const auto finders = detail::line_end_finders();
+  ASSERT_FALSE(finders.empty());
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string buf(rng() % 100, 'x');
+    for (char& c : buf) c = rng() % 8 == 0 ? "\n\r\x1b\0\t"[rng() % 5] : 'x';
+    const char* e = buf.data() + buf.size();
+    const char* want = buf.data();
+    bool want_dirty = false;
+    for (; want < e && *want != '\n'; ++want) want_dirty |= *want == '\r' || *want == '\x1b' || *want == '\0';
+    for (auto find : finders) {
+      bool dirty = false;
+      ASSERT_EQ(find(buf.data(), e, dirty), want) << iter;
+      ASSERT_EQ(dirty, want_dirty) << iter;
+    }
+  }
+}
+
 // Issue 7: an old-Mac-style log ends its lines with '\r' only. Before, the whole file was
 // one line of which clean_line kept the text after the last '\r'.
 TEST(LineFramer, CrOnlyLogIsSplitAtCarriageReturns) {

@@ -167,8 +167,9 @@ struct SourceCtx {
 struct LineRef {
   uint64_t offset;  // in the source
   uint32_t pos;     // in the chunk's bytes (or side bytes)
-  uint32_t len : 31;
-  uint32_t side : 1;  // the line spanned reads: its bytes were copied to the side buffer
+  uint32_t len : 30;
+  uint32_t side : 1;   // the line spanned reads: its bytes were copied to the side buffer
+  uint32_t plain : 1;  // nothing to clean (RawLine::plain)
 };
 
 // A fact about who runs where, applied in line order (first one wins, as emplace).
@@ -342,7 +343,7 @@ class LineWorker {
     ends_.clear();
     for (size_t i = 0; i < n; ++i) {
       const uint64_t number = c.first_line + i;
-      std::string_view line = record::clean_line_view(c.line(i), clean_);
+      std::string_view line = c.lines[i].plain ? c.line(i) : record::clean_line_view(c.line(i), clean_);
       record::Record rec;
       engine_.prefixes().parse(line, rec);
       const bool line_states_node = !rec.node.empty();
@@ -986,6 +987,7 @@ class Chunker : public io::ByteSink {
     LineRef ref;
     ref.offset = l.offset;
     ref.len = static_cast<uint32_t>(l.bytes.size());
+    ref.plain = l.plain ? 1 : 0;
     const char* p0 = piece.data();
     if (!l.bytes.empty() && !piece.empty() && l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p0 + piece.size()) {
       ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
