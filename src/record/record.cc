@@ -557,6 +557,7 @@ struct PrefixParser::Impl {
   std::array<std::vector<Candidate>, 256> order;
   std::vector<uint16_t> all_order;
   bool use_fast = true;
+  bool all_fast = false;  // every format has a fast matcher (see PrefixShape::flat)
 
   // On a match, fills m; the fields of the captures a format does not have stay as they
   // were, so m must come in cleared (fast matchers write only when they match).
@@ -655,6 +656,9 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
     }
   }
   for (size_t i = 0; i < n; ++i) p->impl_->all_order.push_back(static_cast<uint16_t>(i));
+  p->impl_->all_fast = p->impl_->use_fast && std::all_of(p->impl_->hot.begin(), p->impl_->hot.end(), [](const Impl::Hot& h) {
+                         return h.fast != detail::FastKind::kNone;
+                       });
   return p;
 }
 
@@ -727,6 +731,36 @@ int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m) {
   return detail::iso_time_from_seconds(s, t0, m) ? 1 : 0;
 }
 
+// The captures of a format, in the order a match applies them (FormatMatch's fields).
+enum CaptureField : uint8_t { kRankField, kLocalRankField, kPidField, kGpuField, kNodeField, kLevelField, kTimeField };
+constexpr int kCaptureFields = 7;
+
+// One non-empty capture of a matching format, applied to rec: the first capture of a
+// field that reads wins.
+inline void apply_capture(CaptureField field, std::string_view text, TimeFormat time_format, Record& rec) {
+  switch (field) {
+    case kRankField: if (rec.rank < 0) rec.rank = to_int(text); break;
+    case kLocalRankField: if (rec.local_rank < 0) rec.local_rank = to_int(text); break;
+    case kPidField: if (rec.pid < 0) rec.pid = to_int(text); break;
+    case kGpuField: if (rec.gpu < 0) rec.gpu = to_int(text); break;
+    case kNodeField: if (rec.node.empty()) rec.node = text; break;
+    case kLevelField: if (!rec.level) rec.level = level_char(text); break;
+    case kTimeField:
+      if (rec.time_us == kNoTime && time_format != TimeFormat::kNone) {
+        int64_t us;
+        Clock clock;
+        bool sub;
+        if (parse_time_as(text, time_format, us, clock, sub)) {
+          rec.time_us = us;
+          rec.clock = clock;
+          rec.time_subsecond = sub;
+          rec.time_text = text;
+        }
+      }
+      break;
+  }
+}
+
 // Applies a match of format i (m as its matcher filled it) to rec: advances rest past it
 // (or marks the non-consuming format used) and returns true; false when the match does
 // not count (an empty match of a consuming format).
@@ -740,35 +774,11 @@ inline bool apply_match(const Impl& impl, uint16_t i, std::string_view& rest, Re
   }
   // A capture that did not take part, or took part empty, changes nothing. Each one is
   // cleared once read, so m comes clean to the next match.
-  auto take_number = [](std::string_view& capture, int& field) {
-    if (capture.empty()) return;
-    if (field < 0) field = to_int(capture);
-    capture = {};
-  };
-  take_number(m.rank, rec.rank);
-  take_number(m.local_rank, rec.local_rank);
-  take_number(m.pid, rec.pid);
-  take_number(m.gpu, rec.gpu);
-  if (!m.node.empty()) {
-    if (rec.node.empty()) rec.node = m.node;
-    m.node = {};
-  }
-  if (!m.level.empty()) {
-    if (!rec.level) rec.level = level_char(m.level);
-    m.level = {};
-  }
-  std::string_view time = m.time;
-  m.time = {};
-  if (!time.empty() && rec.time_us == kNoTime && f.time_format != TimeFormat::kNone) {
-    int64_t us;
-    Clock clock;
-    bool sub;
-    if (parse_time_as(time, f.time_format, us, clock, sub)) {
-      rec.time_us = us;
-      rec.clock = clock;
-      rec.time_subsecond = sub;
-      rec.time_text = time;
-    }
+  std::string_view* captures[] = {&m.rank, &m.local_rank, &m.pid, &m.gpu, &m.node, &m.level, &m.time};
+  for (int k = 0; k < kCaptureFields; ++k) {
+    if (captures[k]->empty()) continue;
+    apply_capture(static_cast<CaptureField>(k), *captures[k], f.time_format, rec);
+    *captures[k] = {};
   }
   if (rec.prefix_id.empty()) rec.prefix_id = f.spec.id;
   if (f.spec.consume) {
@@ -826,6 +836,21 @@ struct PrefixShape {
   };
   std::string text;    // the line, as far as the rounds read it, then NUL bytes (8 more)
   std::vector<Round> rounds;
+  // Flat: every winner blind, no round exact, and every format of the parser has a fast
+  // matcher (so which formats a round tries is digit-blind too: the first-byte table and
+  // the second-byte filter never tell digits apart). Then a line whose first `flat_end`
+  // bytes equal `text`'s but for digits goes every round's way, and replay() only applies
+  // the captures, which sit at the same places.
+  struct FlatCapture {
+    uint32_t at, size;  // in the line
+    CaptureField field;
+    TimeFormat time_format;
+  };
+  bool flat = false;
+  uint32_t flat_end = 0;
+  uint32_t message_at = 0;
+  std::string_view prefix_id;  // the first winner's id (a format's: lives as long as the parser)
+  std::vector<FlatCapture> captures;
 };
 
 struct PrefixMemo {
@@ -934,16 +959,61 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
   rec.message = rest;
   if (memoizable) {
     size_t need = 0;
-    for (const auto& r : shape->rounds) need = std::max<size_t>(need, r.at + r.verify);
+    bool flat = impl.all_fast;
+    shape->captures.clear();
+    for (const auto& r : shape->rounds) {
+      need = std::max<size_t>(need, r.at + std::max<uint32_t>(r.verify, 2));
+      if (r.exact || (r.winner >= 0 && !r.blind)) flat = false;
+      if (r.winner < 0) continue;
+      const Impl::Format& f = *impl.hot[static_cast<size_t>(r.winner)].format;
+      if (shape->prefix_id.empty()) shape->prefix_id = f.spec.id;
+      for (uint8_t k = 0; k < r.ncaptures; ++k)
+        shape->captures.push_back({r.at + r.captures[k].at, r.captures[k].size,
+                                   static_cast<CaptureField>(r.captures[k].field), f.time_format});
+    }
+    shape->flat = flat && need <= UINT32_MAX;
+    shape->flat_end = static_cast<uint32_t>(need);
+    shape->message_at = static_cast<uint32_t>(rest.data() - line.data());
     shape->text.assign(line.substr(0, std::min(line.size(), need)));
     shape->text.resize(need + 8, '\0');  // read as NUL past the line; room for replay's 8-byte reads
   }
   return memoizable;
 }
 
+namespace {
+
+// line[0, n) equals text[0, n) but where both have a digit (past the line's end it reads
+// as NUL; text is NUL-padded with 8 bytes to spare).
+inline bool same_but_digits(std::string_view line, const char* text, size_t n) {
+  size_t k = 0;
+  for (; k + 8 <= n && k + 8 <= line.size(); k += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, line.data() + k, 8);
+    std::memcpy(&y, text + k, 8);
+    const uint64_t diff = x ^ y;
+    if (diff != 0 && (diff & ~(((digit_bytes(x) & digit_bytes(y)) >> 7) * 0xFF)) != 0) return false;
+  }
+  for (; k < n; ++k) {
+    const char x = k < line.size() ? line[k] : '\0';
+    const char y = text[k];
+    if (x != y && (!digit_byte(x) || !digit_byte(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& rec) const {
   const auto& sh = *static_cast<const PrefixShape*>(shape_in);
   const Impl& impl = *impl_;
+  if (sh.flat) {
+    if (!same_but_digits(line, sh.text.data(), sh.flat_end)) return false;
+    for (const PrefixShape::FlatCapture& c : sh.captures)
+      apply_capture(c.field, std::string_view(line.data() + c.at, c.size), c.time_format, rec);
+    rec.prefix_id = sh.prefix_id;
+    rec.message = line.substr(sh.message_at);
+    return true;
+  }
   thread_local FormatMatch m;
   bool applied_nonconsuming = false;
   std::string_view rest = line;
