@@ -566,13 +566,17 @@ bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out)
   return (out.has_step || has_loss) && !out.samples.empty();
 }
 
-bool ProgressParser::parse(std::string_view s, ProgressLine& out) {
+bool ProgressParser::known(std::string_view s, ProgressLine& out) {
   for (size_t k = 0; k < shapes_.size(); ++k) {
     if (try_shape(shapes_[k], s, out)) {
       if (k > 0) std::swap(shapes_[k], shapes_[k - 1]);  // move up towards the front
       return true;
     }
   }
+  return false;
+}
+
+bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
   Shape sh;
   size_t last = 0;
   starts_.clear();

@@ -108,7 +108,12 @@ bool parse_progress_line(std::string_view message, const Aliases& aliases, Progr
 class ProgressParser {
  public:
   explicit ProgressParser(const Aliases& aliases) : a_(aliases) {}
-  bool parse(std::string_view message, ProgressLine& out);
+  bool parse(std::string_view message, ProgressLine& out) { return known(message, out) || learn(message, out); }
+  // The two halves of parse(): a line of a kept shape (cheap; a caller may try this
+  // before a costlier test of whether to try the tokenizer at all), then the tokenizer,
+  // keeping the line's shape.
+  bool known(std::string_view message, ProgressLine& out);
+  bool learn(std::string_view message, ProgressLine& out);
 
  private:
   struct Slot {

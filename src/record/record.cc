@@ -855,7 +855,7 @@ struct PrefixShape {
 
 struct PrefixMemo {
   uint64_t owner = 0;  // PrefixParser::Impl::id
-  std::vector<PrefixShape> shapes;  // most used first
+  std::vector<std::unique_ptr<PrefixShape>> shapes;  // most used first (moved by pointer)
   static constexpr size_t kMax = 4;
 };
 
@@ -1096,15 +1096,15 @@ void PrefixParser::parse(std::string_view line, Record& rec) const {
     memo.owner = impl_->id;
   }
   for (size_t k = 0; k < memo.shapes.size(); ++k) {
-    if (replay(&memo.shapes[k], line, rec)) {
+    if (replay(memo.shapes[k].get(), line, rec)) {
       if (k > 0) std::swap(memo.shapes[k], memo.shapes[k - 1]);
       return;
     }
-    // A failed replay may have filled some fields: start again.
-    clear_parsed_fields(rec);
+    // A failed replay may have filled some fields (a flat one fills none): start again.
+    if (!memo.shapes[k]->flat) clear_parsed_fields(rec);
   }
-  PrefixShape shape;
-  if (parse_rounds(line, rec, &shape) && !shape.rounds.empty()) {
+  auto shape = std::make_unique<PrefixShape>();
+  if (parse_rounds(line, rec, shape.get()) && !shape->rounds.empty()) {
     if (memo.shapes.size() == PrefixMemo::kMax) memo.shapes.pop_back();
     memo.shapes.insert(memo.shapes.begin(), std::move(shape));
   }

@@ -383,7 +383,10 @@ class LineWorker {
           r.max_clock = rec.clock;
         }
       }
-      if (might_be_progress(rec.message) && progress_parser_.parse(rec.message, progress_))
+      // A line of a known progress shape has the words might_be_progress looks for (they
+      // hold no digit, so they lie in the shape's text): test for them only before tokenizing.
+      if (progress_parser_.known(rec.message, progress_) ||
+          (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
         r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
       bool mark = is_summary_header(rec.message) || is_traceback_start(rec.message);
       if (joined) {
