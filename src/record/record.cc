@@ -45,11 +45,21 @@ void LineFramer::keep(std::string_view piece) {
 
 namespace {
 
-// The first '\n' in [p, e), or e; sets `dirty` when a byte that clean_line changes ('\r',
-// ESC, NUL) comes before it. One pass finds the line's end and whether it needs cleaning
-// (needs_cleaning's test, sixteen bytes at a time).
+// find_line_end (detail::FindLineEnd): the first '\n' in [p, e), or e; sets `dirty` when a
+// byte that clean_line changes ('\r', ESC, NUL) comes before it. One pass finds the line's
+// end and whether it needs cleaning. This is its byte-at-a-time form (the SIMD ones finish
+// with it).
+inline const char* find_line_end_bytes(const char* p, const char* e, bool& dirty) {
+  for (; p < e; ++p) {
+    const char c = *p;
+    if (c == '\n') return p;
+    if (c == '\x1b' || c == '\r' || c == '\0') dirty = true;
+  }
+  return e;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
-// The same, 32 bytes at a time, on processors with AVX2 (chosen at run time).
+// 32 bytes at a time, on processors with AVX2 (chosen at run time).
 __attribute__((target("avx2"))) const char* find_line_end_avx2(const char* p, const char* e, bool& dirty) {
   const __m256i lf = _mm256_set1_epi8('\n'), esc = _mm256_set1_epi8('\x1b'), cr = _mm256_set1_epi8('\r'),
                 nul = _mm256_setzero_si256();
@@ -65,15 +75,11 @@ __attribute__((target("avx2"))) const char* find_line_end_avx2(const char* p, co
     }
     if (odd != 0) dirty = true;
   }
-  for (; p < e; ++p) {
-    const char c = *p;
-    if (c == '\n') return p;
-    if (c == '\x1b' || c == '\r' || c == '\0') dirty = true;
-  }
-  return e;
+  return find_line_end_bytes(p, e, dirty);
 }
 #endif
 
+// Sixteen bytes at a time (SSE2 is part of x86-64).
 const char* find_line_end_sse2(const char* p, const char* e, bool& dirty) {
 #if defined(__SSE2__)
   const __m128i lf = _mm_set1_epi8('\n'), esc = _mm_set1_epi8('\x1b'), cr = _mm_set1_epi8('\r'),
@@ -91,12 +97,7 @@ const char* find_line_end_sse2(const char* p, const char* e, bool& dirty) {
     if (odd != 0) dirty = true;
   }
 #endif
-  for (; p < e; ++p) {
-    const char c = *p;
-    if (c == '\n') return p;
-    if (c == '\x1b' || c == '\r' || c == '\0') dirty = true;
-  }
-  return e;
+  return find_line_end_bytes(p, e, dirty);
 }
 
 const detail::FindLineEnd find_line_end = [] {
