@@ -569,11 +569,19 @@ bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out)
 bool ProgressParser::known(std::string_view s, ProgressLine& out) {
   for (size_t k = 0; k < shapes_.size(); ++k) {
     if (try_shape(shapes_[k], s, out)) {
+      out.shape = shapes_[k].id;
       if (k > 0) std::swap(shapes_[k], shapes_[k - 1]);  // move up towards the front
       return true;
     }
   }
   return false;
+}
+
+std::string_view ProgressParser::shape_text(uint32_t id) const {
+  for (const Shape& sh : shapes_) {
+    if (sh.id == id) return sh.text;
+  }
+  return {};
 }
 
 bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
@@ -600,6 +608,7 @@ bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
       for (size_t st : starts_) replayable = replayable && !(st > from && st < to);
     }
     if (replayable) {
+      sh.id = next_id_++;
       if (shapes_.size() == kMaxShapes) shapes_.pop_back();
       shapes_.insert(shapes_.begin(), std::move(sh));
     }

@@ -94,6 +94,7 @@ struct ProgressLine {
   bool has_step = false;
   double step = 0;
   std::vector<Sample> samples;  // without the step
+  uint32_t shape = 0;  // ProgressParser::known: the id of the kept shape the line has
 };
 
 // True when the line is a progress line: it has a step (step/iteration key) or a loss,
@@ -114,6 +115,11 @@ class ProgressParser {
   // keeping the line's shape.
   bool known(std::string_view message, ProgressLine& out);
   bool learn(std::string_view message, ProgressLine& out);
+  // The text around the numbers of a kept shape (ProgressLine::shape), or "" once it is
+  // no longer kept. A line of the shape is that text with numbers between its pieces: a
+  // word that holds no number (no digit, no "nan" or "inf") is in the line only if it is
+  // in this text.
+  std::string_view shape_text(uint32_t id) const;
 
  private:
   struct Slot {
@@ -130,11 +136,13 @@ class ProgressParser {
   struct Shape {
     std::string text;  // the text between the numbers, concatenated
     std::vector<Slot> slots;
+    uint32_t id = 0;
   };
   static constexpr size_t kMaxShapes = 4;
   bool try_shape(Shape& shape, std::string_view s, ProgressLine& out) const;
   const Aliases& a_;
   std::vector<Shape> shapes_;  // most used first
+  uint32_t next_id_ = 1;
   std::vector<size_t> starts_;                     // while building a shape: its numbers' starts
   std::vector<std::pair<size_t, size_t>> looks_;   // and the bytes looked at around them
 };

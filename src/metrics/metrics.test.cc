@@ -138,6 +138,24 @@ TEST(Progress, KeysAfterALoggerName) {
   EXPECT_DOUBLE_EQ(m["loss"], 1.25);
 }
 
+TEST(ProgressParser, KnownShapesTellTheirText) {
+  kb::LoadResult r = kb::load(kb::embedded_files());
+  Aliases a = Aliases::from_kb(r.kb.metric_specs);
+  ProgressParser pp(a);
+  ProgressLine p;
+  EXPECT_FALSE(pp.known("step 5 | loss 0.5", p));
+  ASSERT_TRUE(pp.learn("step 5 | loss 0.5", p));
+  ASSERT_TRUE(pp.known("step 6 | loss 0.25", p));
+  EXPECT_NE(p.shape, 0u);
+  EXPECT_EQ(pp.shape_text(p.shape), "step  | loss ");
+  const uint32_t first = p.shape;
+  ASSERT_TRUE(pp.learn("step 7 | loss 1.5 | Traceback: x", p));
+  ASSERT_TRUE(pp.known("step 8 | loss 1.25 | Traceback: x", p));
+  EXPECT_NE(p.shape, first);
+  EXPECT_EQ(pp.shape_text(p.shape), "step  | loss  | Traceback: x");
+  EXPECT_EQ(pp.shape_text(12345), "");
+}
+
 TEST(Progress, OddSpacing) {
   double step;
   auto m = parse("step:   7   loss :  0.5   lr= 3e-4", &step);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -385,10 +386,11 @@ class LineWorker {
       }
       // A line of a known progress shape has the words might_be_progress looks for (they
       // hold no digit, so they lie in the shape's text): test for them only before tokenizing.
-      if (progress_parser_.known(rec.message, progress_) ||
-          (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
+      const bool known = progress_parser_.known(rec.message, progress_);
+      if (known || (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
         r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
-      bool mark = is_summary_header(rec.message) || is_traceback_start(rec.message);
+      bool mark = (!known || shape_may_mark(progress_.shape)) &&
+                  (is_summary_header(rec.message) || is_traceback_start(rec.message));
       if (joined) {
         // Matched below, all lines in one pass.
         joined_.append(rec.message);
@@ -411,6 +413,19 @@ class LineWorker {
   }
 
  private:
+  // Whether a line of a kept progress shape can be a traceback start or a summary header:
+  // their texts hold no number, so only if the shape's text has one of them (remembered
+  // per shape id).
+  bool shape_may_mark(uint32_t id) {
+    for (const auto& [known_id, may] : shape_marks_) {
+      if (known_id == id) return may;
+    }
+    const std::string_view text = progress_parser_.shape_text(id);
+    const bool may = text.find("ChildFailedError") != std::string_view::npos || is_traceback_start(text);
+    shape_marks_[next_shape_mark_++ % shape_marks_.size()] = {id, may};
+    return may;
+  }
+
   struct PerRank {
     bool seen = false, name_rank = false, node_fact = false;
     TimeMark time;  // the last time on this stream so far in the chunk
@@ -527,6 +542,8 @@ class LineWorker {
   std::string clean_;
   metrics::ProgressLine progress_;
   metrics::ProgressParser progress_parser_;
+  std::array<std::pair<uint32_t, bool>, 8> shape_marks_{};  // (shape id, may mark); id 0: none
+  size_t next_shape_mark_ = 0;
   const metrics::StepGrids* grids_;
   std::vector<uint32_t> hits_;
   RankIndex slots_;
