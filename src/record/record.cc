@@ -732,9 +732,14 @@ int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m) {
   return detail::iso_time_from_seconds(s, t0, m) ? 1 : 0;
 }
 
-// The captures of a format, in the order a match applies them (FormatMatch's fields).
+// The captures of a format, in the order a match applies them, and FormatMatch's field
+// for each.
 enum CaptureField : uint8_t { kRankField, kLocalRankField, kPidField, kGpuField, kNodeField, kLevelField, kTimeField };
 constexpr int kCaptureFields = 7;
+using FormatMatch = PrefixParser::FormatMatch;
+constexpr std::string_view FormatMatch::*kCaptureMembers[kCaptureFields] = {
+    &FormatMatch::rank, &FormatMatch::local_rank, &FormatMatch::pid,  &FormatMatch::gpu,
+    &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time};
 
 // One non-empty capture of a matching format, applied to rec: the first capture of a
 // field that reads wins.
@@ -775,11 +780,11 @@ inline bool apply_match(const Impl& impl, uint16_t i, std::string_view& rest, Re
   }
   // A capture that did not take part, or took part empty, changes nothing. Each one is
   // cleared once read, so m comes clean to the next match.
-  std::string_view* captures[] = {&m.rank, &m.local_rank, &m.pid, &m.gpu, &m.node, &m.level, &m.time};
   for (int k = 0; k < kCaptureFields; ++k) {
-    if (captures[k]->empty()) continue;
-    apply_capture(static_cast<CaptureField>(k), *captures[k], f.time_format, rec);
-    *captures[k] = {};
+    std::string_view& capture = m.*kCaptureMembers[k];
+    if (capture.empty()) continue;
+    apply_capture(static_cast<CaptureField>(k), capture, f.time_format, rec);
+    capture = {};
   }
   if (rec.prefix_id.empty()) rec.prefix_id = f.spec.id;
   if (f.spec.consume) {
@@ -821,7 +826,7 @@ namespace {
 // the same places, and the round applies those (`blind`). Other winners run again.
 struct PrefixShape {
   struct Capture {
-    uint8_t field = 0;          // index into FormatMatch's rank, local_rank, pid, gpu, node, level, time
+    CaptureField field = kRankField;
     uint16_t at = 0, size = 0;  // from the round's start
   };
   struct Round {
@@ -833,7 +838,7 @@ struct PrefixShape {
     bool blind = false;
     uint32_t length = 0;  // a blind winner's match length
     uint8_t ncaptures = 0;  // the non-empty captures of a blind winner
-    std::array<Capture, 7> captures{};
+    std::array<Capture, kCaptureFields> captures{};
   };
   std::string text;    // the line, as far as the rounds read it, then NUL bytes (8 more)
   std::vector<Round> rounds;
@@ -888,14 +893,13 @@ bool note_blind_winner(detail::FastKind kind, std::string_view text, PrefixShape
   PrefixParser::FormatMatch pm;
   if (!detail::match_fast(kind, probe, pm) || pm.length > UINT16_MAX) return false;
   if (probe.reach > UINT16_MAX) return false;
-  // FormatMatch's captures, in the order of replay()'s kFields
-  const std::string_view* caps[] = {&pm.rank, &pm.local_rank, &pm.pid, &pm.gpu, &pm.node, &pm.level, &pm.time};
-  for (size_t k = 0; k < 7; ++k) {
-    if (caps[k]->empty()) continue;
-    const size_t at = static_cast<size_t>(caps[k]->data() - text.data());
-    if (at > UINT16_MAX || caps[k]->size() > UINT16_MAX) return false;
-    r.captures[r.ncaptures++] = {static_cast<uint8_t>(k), static_cast<uint16_t>(at),
-                                 static_cast<uint16_t>(caps[k]->size())};
+  for (int k = 0; k < kCaptureFields; ++k) {
+    const std::string_view capture = pm.*kCaptureMembers[k];
+    if (capture.empty()) continue;
+    const size_t at = static_cast<size_t>(capture.data() - text.data());
+    if (at > UINT16_MAX || capture.size() > UINT16_MAX) return false;
+    r.captures[r.ncaptures++] = {static_cast<CaptureField>(k), static_cast<uint16_t>(at),
+                                 static_cast<uint16_t>(capture.size())};
   }
   r.blind = true;
   r.length = static_cast<uint32_t>(pm.length);
@@ -969,8 +973,7 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
       const Impl::Format& f = *impl.hot[static_cast<size_t>(r.winner)].format;
       if (shape->prefix_id.empty()) shape->prefix_id = f.spec.id;
       for (uint8_t k = 0; k < r.ncaptures; ++k)
-        shape->captures.push_back({r.at + r.captures[k].at, r.captures[k].size,
-                                   static_cast<CaptureField>(r.captures[k].field), f.time_format});
+        shape->captures.push_back({r.at + r.captures[k].at, r.captures[k].size, r.captures[k].field, f.time_format});
     }
     shape->flat = flat && need <= UINT32_MAX;
     shape->flat_end = static_cast<uint32_t>(need);
@@ -1049,12 +1052,9 @@ bool PrefixParser::replay(const void* shape_in, std::string_view line, Record& r
     if (r.winner < 0) break;
     if (r.blind) {
       // The winner matched here as on the memo's line: apply its captures from there.
-      static constexpr std::string_view FormatMatch::*kFields[] = {
-          &FormatMatch::rank, &FormatMatch::local_rank, &FormatMatch::pid, &FormatMatch::gpu,
-          &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time};
       for (uint8_t k = 0; k < r.ncaptures; ++k) {
         const PrefixShape::Capture& c = r.captures[k];
-        m.*kFields[c.field] = std::string_view(rest.data() + c.at, c.size);
+        m.*kCaptureMembers[c.field] = std::string_view(rest.data() + c.at, c.size);
       }
       m.length = r.length;
       if (!apply_match(impl, static_cast<uint16_t>(r.winner), rest, rec, m, applied_nonconsuming)) return false;
