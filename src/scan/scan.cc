@@ -112,8 +112,9 @@ std::string event_text(std::string_view s) {
 
 // LauncherSummaryTracker's header test (the needle has no blank, so it is in the trimmed
 // message when it is in the message).
+constexpr std::string_view kSummaryWord = "ChildFailedError";
 bool is_summary_header(std::string_view message) {
-  return message.find("ChildFailedError") != std::string_view::npos && ends_with(trim(message), ":");
+  return message.find(kSummaryWord) != std::string_view::npos && ends_with(trim(message), ":");
 }
 
 bool is_traceback_start(std::string_view message) {
@@ -421,7 +422,7 @@ class LineWorker {
       if (known_id == id) return may;
     }
     const std::string_view text = progress_parser_.shape_text(id);
-    const bool may = text.find("ChildFailedError") != std::string_view::npos || is_traceback_start(text);
+    const bool may = text.find(kSummaryWord) != std::string_view::npos || is_traceback_start(text);
     shape_marks_[next_shape_mark_++ % shape_marks_.size()] = {id, may};
     return may;
   }
