@@ -671,9 +671,9 @@ uint64_t* StepGrids::cell(MetricId metric, int rank) const {
 // A cell: the anchor (a whole number, |anchor| < 2^54) in the top 56 bits, log2 of the
 // stride in bits 1-6, bit 0 set when published.
 bool StepGrids::get(MetricId metric, int rank, int64_t& anchor, uint64_t& stride) const {
-  const uint64_t* c = cell(metric, rank);
+  uint64_t* c = cell(metric, rank);
   if (c == nullptr) return false;
-  const uint64_t v = std::atomic_ref<const uint64_t>(*c).load(std::memory_order_relaxed);
+  const uint64_t v = std::atomic_ref<uint64_t>(*c).load(std::memory_order_relaxed);
   if ((v & 1) == 0) return false;
   anchor = static_cast<int64_t>(v) >> 8;
   stride = uint64_t{1} << ((v >> 1) & 63);
@@ -789,12 +789,8 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
   const uint32_t li = static_cast<uint32_t>(lines_.size());
   lines_.push_back(at);
   r.last_line = li;
-  // The line's step as a whole number, for the grid test (a step-less line's step is not
-  // known yet: its samples are all kept).
+  // (A step-less line's step is not known yet: its samples are all kept.)
   const bool known_step = at.rel == 0;
-  const bool whole_step = known_step && at.step > -9.0e15 && at.step < 9.0e15 &&
-                          static_cast<double>(static_cast<int64_t>(at.step)) == at.step;
-  const int64_t istep = whole_step ? static_cast<int64_t>(at.step) : 0;
   for (const metrics::Sample& s : line.samples) {
     if (s.metric >= r.part_of_metric.size()) r.part_of_metric.resize(static_cast<size_t>(s.metric) + 1, -1);
     int32_t pi = r.part_of_metric[s.metric];
@@ -816,9 +812,7 @@ void SeriesBatch::add(int rank, const ProgressLine& line, uint32_t source, uint6
       P.nonfinite = smp;
     }
     // Off the published grid: not a point now, nor ever (grids only get coarser).
-    if (P.stride == 1 || !known_step ||
-        (whole_step && ((static_cast<uint64_t>(istep - P.anchor) & (P.stride - 1)) == 0)))
-      P.samples.push_back(smp);
+    if (!known_step || on_step_grid(at.step, static_cast<double>(P.anchor), P.stride)) P.samples.push_back(smp);
   }
 }
 
