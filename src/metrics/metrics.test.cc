@@ -138,6 +138,71 @@ TEST(Progress, KeysAfterALoggerName) {
   EXPECT_DOUBLE_EQ(m["loss"], 1.25);
 }
 
+// ProgressParser (kept shapes, and a slot's last value reused when its text comes again)
+// against the tokenizer, its reference: streams of progress lines of several layouts whose
+// numbers vary in length, sign, exponent and nan/inf, repeat now and then, and whose text
+// is sometimes changed by a byte.
+TEST(ProgressParser, ReadsLikeTheTokenizer) {
+  std::mt19937_64 rng(21);
+  auto number = [&]() -> std::string {
+    switch (rng() % 10) {
+      case 0: return "nan";
+      case 1: return rng() % 2 ? "inf" : "-Infinity";
+      case 2: return std::to_string(rng() % 100000);
+      case 3: return "1.000e-0" + std::to_string(rng() % 9);
+      case 4: return "-" + std::to_string(rng() % 10) + "." + std::to_string(rng() % 1000);
+      case 5: return std::to_string(rng() % 1000000000000ull) + "." + std::to_string(rng() % 100);
+      default: return std::to_string(rng() % 10) + "." + std::to_string(1000 + rng() % 9000);
+    }
+  };
+  const std::vector<std::string> layouts = {
+      "step {} | loss {} | lr {} | grad_norm {} | loss_scale {} | {} ms/step | {} tokens/s",
+      "train: epoch {} step {}/60 | loss {}",
+      "{'loss': {}, 'grad_norm': {}, 'learning_rate': {}, 'epoch': {}}",
+      "[Rank 0] step={}, skipped={}, lr=[{}, {}], mom=[(0.9, 0.999)]",
+      " iteration      {}/  500000 | consumed samples: {} | lm loss: {} | loss scale: {} | grad norm: {} |",
+      "Epoch 1: {}%| {}/{} [00:01<00:00, {}it/s, loss={}, v_num=0]",
+      "iter 7 loss {} x",
+  };
+  ProgressParser pp(aliases());
+  std::vector<std::string> last(8);
+  int known_lines = 0;
+  for (int i = 0; i < 30000; ++i) {
+    const std::string& layout = layouts[(i / 50) % layouts.size()];
+    std::string line;
+    size_t slot = 0;
+    for (size_t k = 0; k < layout.size(); ++k) {
+      if (layout.compare(k, 2, "{}") == 0) {
+        // Half the time the slot's text of the line before: the value memo's case.
+        if (rng() % 2 == 0 || last[slot].empty()) last[slot] = number();
+        line += last[slot];
+        slot = (slot + 1) % last.size();
+        ++k;
+      } else {
+        line += layout[k];
+      }
+    }
+    if (rng() % 20 == 0 && !line.empty()) line[rng() % line.size()] = " 0x.:|-e"[rng() % 8];
+    ProgressLine want, got;
+    const bool w = parse_progress_line(line, aliases(), want);
+    const bool known = pp.known(line, got);
+    const bool g = known || pp.learn(line, got);
+    known_lines += known;
+    ASSERT_EQ(g, w) << line;
+    if (!w) continue;
+    ASSERT_EQ(got.has_step, want.has_step) << line;
+    if (want.has_step) ASSERT_EQ(std::memcmp(&got.step, &want.step, sizeof(double)), 0) << line;
+    ASSERT_EQ(got.samples.size(), want.samples.size()) << line;
+    for (size_t k = 0; k < want.samples.size(); ++k) {
+      ASSERT_EQ(got.samples[k].metric, want.samples[k].metric) << line;
+      const bool both_nan = std::isnan(got.samples[k].value) && std::isnan(want.samples[k].value);
+      ASSERT_TRUE(both_nan || std::memcmp(&got.samples[k].value, &want.samples[k].value, sizeof(double)) == 0)
+          << line << " sample " << k << ": " << got.samples[k].value << " vs " << want.samples[k].value;
+    }
+  }
+  EXPECT_GT(known_lines, 10000);  // many lines went through a kept shape
+}
+
 TEST(ProgressParser, KnownShapesTellTheirText) {
   kb::LoadResult r = kb::load(kb::embedded_files());
   Aliases a = Aliases::from_kb(r.kb.metric_specs);
