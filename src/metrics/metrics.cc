@@ -360,9 +360,9 @@ namespace {
 
 // The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes
 // (metric kNoMetric when nothing names it); ProgressParser builds shapes from that.
-// How far read_number(s, i) may look (an upper bound, exclusive): a sign, then a word of
-// up to 8 letters and the byte after it, or a run [digits][.digits][e[sign]digits] and
-// the byte after it.
+// How far read_number(s, i) may look (an upper bound, exclusive): a sign, then a run
+// [digits][.digits][e[sign]digits] and the byte after it, or as much of a word as matches
+// "infinity", "inf" or "nan" and the byte after that (so "iter 7" does not reach the 7).
 size_t number_reach(std::string_view s, size_t i) {
   size_t j = i;
   if (j < s.size() && (s[j] == '-' || s[j] == '+')) ++j;
@@ -375,7 +375,15 @@ size_t number_reach(std::string_view s, size_t i) {
     if (k < s.size() && (s[k] == '-' || s[k] == '+')) ++k;
     while (k < s.size() && is_digit(s[k])) ++k;
   }
-  return std::min(s.size(), std::max(j + 9, k + 1));
+  // A word: read_number compares it with "infinity", "inf" and "nan" (any case) up to
+  // the first byte that differs, and looks at the byte after a whole word.
+  size_t word_end = j + 1;
+  for (std::string_view w : {std::string_view("infinity"), std::string_view("inf"), std::string_view("nan")}) {
+    size_t m = 0;
+    while (m < w.size() && j + m < s.size() && to_lower_ascii(s[j + m]) == w[m]) ++m;
+    word_end = std::max(word_end, j + m + 1);
+  }
+  return std::min(s.size(), std::max(word_end, k + 1));
 }
 
 // The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes

@@ -219,6 +219,12 @@ TEST(ProgressParser, KnownShapesTellTheirText) {
   EXPECT_NE(p.shape, first);
   EXPECT_EQ(pp.shape_text(p.shape), "step  | loss  | Traceback: x");
   EXPECT_EQ(pp.shape_text(12345), "");
+  // A word that starts like "inf" or "nan" before a number ("iter 7") does not keep the
+  // shape from being kept: the tokenizer looked only at "it" to tell it is no number.
+  ASSERT_TRUE(pp.learn("iter 7 loss 1.5 x", p));
+  EXPECT_TRUE(pp.known("iter 8 loss 1.25 x", p));
+  ASSERT_TRUE(pp.learn("step 3 | loss nan | lr 0.1", p));
+  EXPECT_TRUE(pp.known("step 4 | loss nan | lr 0.2", p));
 }
 
 TEST(Progress, OddSpacing) {
