@@ -515,7 +515,7 @@ inline bool same_bytes(const char* a, const char* b, size_t n) {
 
 }  // namespace
 
-bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out) const {
+bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out) {
   out.has_step = false;
   out.samples.clear();
   bool has_loss = false;

@@ -139,7 +139,7 @@ class ProgressParser {
     uint32_t id = 0;
   };
   static constexpr size_t kMaxShapes = 4;
-  bool try_shape(Shape& shape, std::string_view s, ProgressLine& out) const;
+  bool try_shape(Shape& shape, std::string_view s, ProgressLine& out);  // updates the slots' value memos
   const Aliases& a_;
   std::vector<Shape> shapes_;  // most used first
   uint32_t next_id_ = 1;

@@ -191,7 +191,9 @@ TEST(ProgressParser, ReadsLikeTheTokenizer) {
     ASSERT_EQ(g, w) << line;
     if (!w) continue;
     ASSERT_EQ(got.has_step, want.has_step) << line;
-    if (want.has_step) ASSERT_EQ(std::memcmp(&got.step, &want.step, sizeof(double)), 0) << line;
+    if (want.has_step) {
+      ASSERT_EQ(std::memcmp(&got.step, &want.step, sizeof(double)), 0) << line;
+    }
     ASSERT_EQ(got.samples.size(), want.samples.size()) << line;
     for (size_t k = 0; k < want.samples.size(); ++k) {
       ASSERT_EQ(got.samples[k].metric, want.samples[k].metric) << line;
@@ -314,9 +316,13 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
     }
     std::string d = set_diff(one, batched);
     EXPECT_EQ(d, "") << "trial " << trial;
-    if (trial % 2 == 1) EXPECT_EQ(kept, offered);
+    if (trial % 2 == 1) {
+      EXPECT_EQ(kept, offered);
+    }
     // Long runs with a step on most lines thin a lot: most samples never reach append.
-    if (trial % 2 == 0 && lines > 20000 && step_frac == 1.0 && trial % 3 != 0) EXPECT_LT(kept * 4, offered) << trial;
+    if (trial % 2 == 0 && lines > 20000 && step_frac == 1.0 && trial % 3 != 0) {
+      EXPECT_LT(kept * 4, offered) << trial;
+    }
   }
 }
 
@@ -336,8 +342,9 @@ TEST(Series, PointsLieOnAStepGridAndStayBounded) {
     if (i % 2 == 0) b.add(Point{double(i), 1, 0, 0, 0});
   }
   for (const Point& p : a.points) {
-    if (p.step <= b.points.back().step && std::fmod(p.step, double(b.stride)) == 0)
+    if (p.step <= b.points.back().step && std::fmod(p.step, double(b.stride)) == 0) {
       EXPECT_TRUE(std::any_of(b.points.begin(), b.points.end(), [&](const Point& q) { return q.step == p.step; })) << p.step;
+    }
   }
   // A step that never moves, and steps that are not whole: still bounded.
   Series same, frac;

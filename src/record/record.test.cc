@@ -53,14 +53,20 @@ TEST(LineFramer, PlainLinesNeedNoCleaning) {
       ASSERT_LT(n, want.size());
       EXPECT_EQ(l.bytes, want[n]);
       if (l.plain) ++plain;
-      if (l.plain) EXPECT_FALSE(needs_cleaning(l.bytes)) << n;
-      if (whole) EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n;
+      if (l.plain) {
+        EXPECT_FALSE(needs_cleaning(l.bytes)) << n;
+      }
+      if (whole) {
+        EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n;
+      }
       ++n;
     };
     for (size_t at = 0; at < log.size(); at += piece) f.feed(std::string_view(log).substr(at, piece), cb);
     f.finish(cb);
     EXPECT_EQ(n, want.size());
-    if (piece != 37) EXPECT_GT(plain, want.size() / 3);
+    if (piece != 37) {
+      EXPECT_GT(plain, want.size() / 3);
+    }
   }
 }
 

@@ -254,6 +254,11 @@ struct Chunk {
     const LineRef& l = lines[i];
     return std::string_view((l.side ? side.data() : mapped != nullptr ? mapped : bytes.data()) + l.pos, l.len);
   }
+  // Line i as record::clean_line_view gives it (buf holds a cleaned copy when needed): the
+  // line itself when the framer found nothing to clean in it.
+  std::string_view clean_line(size_t i, std::string& buf) const {
+    return lines[i].plain ? line(i) : record::clean_line_view(line(i), buf);
+  }
   // Done with the lines: the window may be unmapped (the events hold copies).
   void release_mapping() {
     mapped = nullptr;
@@ -345,7 +350,7 @@ class LineWorker {
     ends_.clear();
     for (size_t i = 0; i < n; ++i) {
       const uint64_t number = c.first_line + i;
-      std::string_view line = c.lines[i].plain ? c.line(i) : record::clean_line_view(c.line(i), clean_);
+      std::string_view line = c.clean_line(i, clean_);
       record::Record rec;
       engine_.prefixes().parse(line, rec);
       const bool line_states_node = !rec.node.empty();
@@ -450,7 +455,7 @@ class LineWorker {
     hit_lines_.clear();
     for (uint32_t i : candidates_) {
       record::Record rec;
-      std::string_view line = record::clean_line_view(c.line(i), clean_);
+      std::string_view line = c.clean_line(i, clean_);
       engine_.prefixes().parse(line, rec);
       apply_name_origin(rec, c.src->name_origin);
       hits_.clear();
@@ -672,7 +677,7 @@ class Merger {
   }
 
   void reparse(const Chunk& c, size_t i, record::Record& rec) {
-    std::string_view line = record::clean_line_view(c.line(i), clean_);
+    std::string_view line = c.clean_line(i, clean_);
     engine_.prefixes().parse(line, rec);
     apply_name_origin(rec, c.src->name_origin);
   }
