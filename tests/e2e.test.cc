@@ -36,7 +36,7 @@ std::string primary_id(const json& j) { return j["primary"].is_object() ? j["pri
 
 TEST_F(E2E, JsonContractOnARealMultiRankFailure) {
   json j = diagnose_json("'" + data("01_rank_exception__rankprefix.log") + "'");
-  EXPECT_EQ(j["schema"], "firstfault.diagnosis/1");
+  EXPECT_EQ(j["schema"], "firstfault.diagnosis/2");
   EXPECT_EQ(j["verdict"], "failed");
   const json& p = j["primary"];
   EXPECT_EQ(p["category"], "model-code");
@@ -153,10 +153,11 @@ TEST_F(E2E, MissingFileNextToAGoodOneLosesNothing) {
   EXPECT_FALSE(j["inputs"]["errors"].empty());
 }
 
-TEST_F(E2E, EmptyFileIsHealthyAndEmptyDirectoryIsAnError) {
+TEST_F(E2E, EmptyFileIsUnknownAndEmptyDirectoryIsAnError) {
   write_file(dir_ / "empty.log", "");
-  json j = diagnose_json("'" + (dir_ / "empty.log").string() + "'", 0);
-  EXPECT_EQ(j["verdict"], "healthy");
+  json j = diagnose_json("'" + (dir_ / "empty.log").string() + "'", 4);
+  EXPECT_EQ(j["verdict"], "unknown");
+  EXPECT_EQ(j["reasons"][0]["rule"], "verdict.unknown-empty");
   fs::create_directories(dir_ / "nologs");
   Outcome r = run("diagnose '" + (dir_ / "nologs").string() + "'");
   EXPECT_EQ(r.rc, 2);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -29,18 +32,31 @@ std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::str
 
 namespace {
 
-// Exceptions that are the launcher's or the user's reaction, not a failure of their own.
-bool is_teardown_exception(std::string_view type) {
+// Exceptions that are the launcher's or the user's reaction, not a failure of their own
+// (kb/formats/exceptions.yaml, `teardown`), by the type's last dotted component.
+bool is_teardown_exception(const kb::KnowledgeBase& kb, std::string_view type) {
   std::string_view last = type.substr(type.rfind('.') == std::string_view::npos ? 0 : type.rfind('.') + 1);
-  return last == "ChildFailedError" || last == "KeyboardInterrupt" || last == "SystemExit" ||
-         last == "SignalException";
+  return std::find(kb.teardown_exceptions.begin(), kb.teardown_exceptions.end(), last) != kb.teardown_exceptions.end();
 }
+
+// The thresholds of the rules, in one place.
+struct Tuning {
+  // order.recovered: progress after an error on the same rank. With times on both lines,
+  // progress at a later time of at least this many steps; without times (stdout may be
+  // flushed after stderr's traceback), this many steps past the last step before it.
+  double recovered_min_steps_timed = 2;
+  double recovered_min_steps_untimed = 50;
+  // rank.all-alike: failures this close in time on every rank are one, everywhere.
+  int64_t all_alike_window_us = 2000000;
+  size_t max_completion_evidence = 3;
+};
+constexpr Tuning kTuning;
 
 // Tiers of candidate root incidents, best first.
 enum Tier {
-  kHardware = 0,        // Xid, ECC, fallen off the bus: outranks distributed symptoms
-  kRecognised = 1,      // a KB root on a rank's own lines
-  kWeak = 2,            // unrecognised crash, or a KB root with negative priority
+  kHardware = 0,        // precedence hardware (Xid, ECC, fallen off the bus)
+  kRecognised = 1,      // precedence root, on a rank's own lines
+  kWeak = 2,            // precedence weak, or an unrecognised crash
   kSummary = 3,         // only the launcher's summary says it
   kCollateralOnly = 4,  // nothing but collateral (peer lost, timeouts)
   kNone = 9,
@@ -366,81 +382,70 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
   }
 }
 
-// What the verdicts change: a terminal loss scale or a loss that ends non-finite is a
-// numerical failure even without an error line; a transient loss scale is healthy.
-void apply_verdicts(Diagnosis& d) {
-  const Verdict* terminal = nullptr;
-  const Verdict* nonfinite = nullptr;
-  const Verdict* transient = nullptr;
-  for (const auto& v : d.verdicts) {
-    if (v.id == "loss-scale" && v.verdict == "terminal") terminal = &v;
-    if (v.id == "loss-scale" && v.verdict == "transient") transient = &v;
-    if (v.id == "non-finite") nonfinite = &v;
+// Everything the rules share while one diagnosis is made.
+struct Ctx {
+  const std::vector<Event>& events;
+  const std::vector<SourceSummary>& sources;
+  const kb::KnowledgeBase& kb;
+  const JobNumbers& numbers;
+  const RuleSwitches& rules;
+  Diagnosis& d;
+
+  std::vector<Incident> incidents;
+  std::vector<const Event*> launcher_failures;
+  std::vector<const Event*> completions;
+  Clocks clocks;
+  const Incident* primary = nullptr;
+  // The primary's rank and node, as the attribution rules leave them.
+  int rank = -1;
+  RankSource rank_how = RankSource::kNone;
+  std::string rank_source;
+  std::string node, node_source;
+  std::optional<Hang> hang;
+
+  bool on(Rule r) const { return rules.on(r); }
+  void reason(Rule r, std::string text, const Event* e = nullptr) {
+    Reason x{rule_name(r), std::move(text), std::nullopt};
+    if (e) x.evidence = to_evidence(*e, sources);
+    d.reasons.push_back(std::move(x));
   }
-  if (d.primary) {
-    if (d.primary->category == "numerical" && (terminal || nonfinite)) {
-      d.primary->confidence = std::max(d.primary->confidence, 0.95);
-      const Verdict& v = terminal ? *terminal : *nonfinite;
-      for (const auto& e : v.evidence) d.primary->evidence.push_back(e);
-    }
-    return;
+};
+
+kb::Precedence precedence_of(const Incident& inc) {
+  if (!inc.entry || !inc.hit) return kb::Precedence::kWeak;  // an unrecognised crash
+  for (const auto& p : inc.entry->patterns) {
+    if (p.id == inc.hit->pattern_id) return p.precedence;
   }
-  if (terminal) {
-    Finding f;
-    f.id = "series.loss-scale-terminal";
-    f.title = "Dynamic loss scale collapsed (from the numbers in the log)";
-    f.category = "numerical";
-    f.role = "root";
-    f.confidence = 0.7;
-    f.evidence = terminal->evidence;
-    f.summary = terminal->summary + ". No error line says so, but the fp16 loss scale only falls this far when "
-                "gradients overflow at every step.";
-    f.fix = {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and gradient clipping.",
-             "Switch to bf16 if the hardware supports it."};
-    f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
-    f.fingerprint = template_::fingerprint(f.id, "");
-    d.primary = std::move(f);
-    d.verdict = "failed";
-  } else if (transient) {
-    d.notes.push_back(transient->summary + ": normal for dynamic loss scaling at warm-up.");
-  }
+  return inc.role == kb::Role::kCollateral ? kb::Precedence::kCollateral : kb::Precedence::kRoot;
 }
 
-}  // namespace
-
-Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSummary>& sources,
-                   const kb::KnowledgeBase& kb, const JobNumbers& numbers) {
-  Diagnosis d;
-  d.sources = sources;
-  for (const auto& s : sources) {
-    d.lines += s.lines;
-    d.bytes += s.bytes;
-  }
-
-  // 1. Incidents: one per traceback (with the KB hits inside it), one per hit outside.
-  std::vector<Incident> incidents;
+// 1. Incidents: one per traceback (with the KB hits inside it), one per hit outside.
+void build_incidents(Ctx& c) {
   std::map<std::tuple<uint32_t, int, uint64_t>, size_t> traceback_incident;  // (source, rank, first line)
-  for (const Event& e : events) {
+  for (const Event& e : c.events) {
     if (e.kind != EventKind::kException) continue;
     Incident inc;
     inc.decisive = &e;
     inc.exc_type = e.exc_type;
     inc.members.push_back(&e);
-    traceback_incident[{e.source, e.rank, e.traceback_first}] = incidents.size();
-    incidents.push_back(std::move(inc));
+    traceback_incident[{e.source, e.rank, e.traceback_first}] = c.incidents.size();
+    c.incidents.push_back(std::move(inc));
   }
-  std::vector<const Event*> launcher_failures;
   std::map<std::pair<uint32_t, uint64_t>, size_t> line_incident;
-  for (const Event& e : events) {
+  for (const Event& e : c.events) {
     if (e.kind == EventKind::kLauncherFailure) {
-      launcher_failures.push_back(&e);
+      c.launcher_failures.push_back(&e);
       continue;
     }
     if (e.kind != EventKind::kPattern) continue;
+    if (e.role == kb::Role::kCompletion) {
+      c.completions.push_back(&e);
+      continue;
+    }
     if (e.traceback_last != 0) {
       auto it = traceback_incident.find({e.source, e.rank, e.traceback_first});
       if (it != traceback_incident.end()) {
-        Incident& inc = incidents[it->second];
+        Incident& inc = c.incidents[it->second];
         inc.members.push_back(&e);
         // Only hits on the traceback's exception lines (and their continuation) name it;
         // a frame's source line does not.
@@ -454,7 +459,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     // hit (the KB rule: priority, then the longest match, then the id).
     auto line_key = std::make_pair(e.source, e.line);
     if (auto it = line_incident.find(line_key); it != line_incident.end()) {
-      Incident& inc = incidents[it->second];
+      Incident& inc = c.incidents[it->second];
       inc.members.push_back(&e);
       if (more_specific(&e, inc.hit)) inc.hit = inc.decisive = &e;
       continue;
@@ -463,15 +468,26 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     inc.decisive = &e;
     inc.hit = &e;
     inc.members.push_back(&e);
-    line_incident[line_key] = incidents.size();
-    incidents.push_back(std::move(inc));
+    line_incident[line_key] = c.incidents.size();
+    c.incidents.push_back(std::move(inc));
   }
+}
 
-  // 2. Name each incident and give it a role and tier.
-  for (Incident& inc : incidents) {
+void name_unrecognised(Ctx& c, Incident& inc, const Event& dec) {
+  inc.entry = nullptr;
+  inc.id = "unrecognized." + inc.exc_type;
+  inc.title = "Unrecognised " + inc.exc_type;
+  inc.category = guess_exception_category(c.kb, inc.exc_type, dec.exc_frame);
+  inc.role = c.on(Rule::kTeardownIsCollateral) && is_teardown_exception(c.kb, inc.exc_type) ? kb::Role::kCollateral
+                                                                                              : kb::Role::kRoot;
+}
+
+// 2. Name each incident, give it a role, and a tier from the KB's precedence.
+void name_incidents(Ctx& c) {
+  for (Incident& inc : c.incidents) {
     const Event& dec = *inc.decisive;
     if (inc.hit) {
-      inc.entry = kb.find(inc.hit->entry_id);
+      inc.entry = c.kb.find(inc.hit->entry_id);
       inc.role = inc.hit->role;
       // The hit's own line is decisive when it is the final exception, its continuation,
       // or an exception that caused the rest; after "Original Traceback" the wrapped
@@ -484,19 +500,13 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       inc.title = inc.entry->title;
       inc.category = inc.entry->category;
     } else if (!inc.exc_type.empty()) {
-      inc.id = "unrecognized." + inc.exc_type;
-      inc.title = "Unrecognised " + inc.exc_type;
-      inc.category = guess_exception_category(kb, inc.exc_type, dec.exc_frame);
-      inc.role = is_teardown_exception(inc.exc_type) ? kb::Role::kCollateral : kb::Role::kRoot;
+      name_unrecognised(c, inc, dec);
     }
-    // A traceback whose hits are only collateral/symptoms but whose final exception is
+    // A traceback whose hits are only symptoms or context but whose final exception is
     // an unrecognised crash: the crash is the incident, the hit is context.
-    if (inc.hit && inc.role != kb::Role::kRoot && dec.kind == EventKind::kException &&
-        inc.hit->role != kb::Role::kCollateral && !is_teardown_exception(inc.exc_type)) {
-      inc.entry = nullptr;
-      inc.id = "unrecognized." + inc.exc_type;
-      inc.title = "Unrecognised " + inc.exc_type;
-      inc.category = guess_exception_category(kb, inc.exc_type, dec.exc_frame);
+    if (c.on(Rule::kUnrecognisedCrash) && inc.hit && inc.role != kb::Role::kRoot && dec.kind == EventKind::kException &&
+        inc.hit->role != kb::Role::kCollateral && !is_teardown_exception(c.kb, inc.exc_type)) {
+      name_unrecognised(c, inc, dec);
       inc.role = kb::Role::kRoot;
       inc.decisive = &dec;
     }
@@ -510,297 +520,403 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       inc.rank_source = "launcher summary";
     }
     if (inc.role == kb::Role::kRoot && (inc.entry == nullptr || entry_is_failure(inc.entry))) {
+      kb::Precedence p = precedence_of(inc);
+      if (!c.on(Rule::kPrecedence)) p = kb::Precedence::kRoot;  // every failure alike: time alone decides
       if (in_summary) inc.tier = kSummary;
-      else if (inc.category == "hardware") inc.tier = kHardware;
-      else if (!inc.entry || (inc.hit && inc.hit->priority < 0)) inc.tier = kWeak;
-      else inc.tier = kRecognised;
+      else if (p == kb::Precedence::kHardware) inc.tier = kHardware;
+      else if (p == kb::Precedence::kWeak) inc.tier = kWeak;
+      else if (p == kb::Precedence::kCollateral) inc.tier = kCollateralOnly;
+      else if (p == kb::Precedence::kRoot) inc.tier = kRecognised;
     } else if (inc.role == kb::Role::kCollateral && !in_summary) {
       inc.tier = kCollateralOnly;
     }
   }
+}
 
-  // Lines a healthy control run also prints are noise, not the failure.
-  if (numbers.seen_in_control) {
-    for (Incident& inc : incidents) {
-      if (inc.tier != kNone && numbers.seen_in_control(inc.decisive->text)) {
-        inc.tier = kNone;
-        d.notes.push_back("also in the control run, treated as noise: " + inc.decisive->text.substr(0, 160));
-      }
+// Lines a healthy control run also prints are noise, not the failure.
+void drop_control_noise(Ctx& c) {
+  if (!c.numbers.seen_in_control || !c.on(Rule::kControlNoise)) return;
+  for (Incident& inc : c.incidents) {
+    if (inc.tier != kNone && c.numbers.seen_in_control(inc.decisive->text)) {
+      inc.tier = kNone;
+      c.d.notes.push_back("also in the control run, treated as noise: " + inc.decisive->text.substr(0, 160));
     }
   }
+}
 
-  Clocks clocks = estimate_clocks(sources, numbers);
-  for (const auto& [node, off] : clocks.node_offset) {
+// The last step a rank logged before a line (from the series' points), or NaN.
+double step_before(const metrics::SeriesSet& set, int rank, const Event& e) {
+  double best = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& [key, s] : set.all()) {
+    if (key.second != rank) continue;
+    for (const auto& p : s.points) {
+      bool before = p.source == e.source ? p.line < e.line
+                                         : (p.time_us != INT64_MIN && e.time_us != record::kNoTime && p.time_us < e.time_us);
+      if (before && !(p.step <= best)) best = p.step;
+    }
+  }
+  return best;
+}
+
+// An error followed by progress on the same rank is not the job's failure: the rank
+// went on training. Such incidents leave the candidates and are listed as recovered.
+void mark_recovered(Ctx& c) {
+  if (!c.on(Rule::kRecovered) || !c.numbers.series) return;
+  const auto& lp = c.numbers.series->last_progress();
+  for (Incident& inc : c.incidents) {
+    if (inc.tier == kNone || inc.tier == kSummary) continue;
+    const Event& e = *inc.decisive;
+    auto it = lp.find(e.rank);
+    if (it == lp.end()) continue;
+    const metrics::Point& last = it->second;
+    bool timed = last.time_us != INT64_MIN && e.time_us != record::kNoTime && e.clock != record::Clock::kNone;
+    bool after = last.source == e.source ? last.line > e.line : (timed && last.time_us > e.time_us);
+    if (!after) continue;
+    double before = step_before(*c.numbers.series, e.rank, e);
+    double gained = std::isnan(before) ? last.step : last.step - before;
+    double need = timed && last.time_us > e.time_us ? kTuning.recovered_min_steps_timed
+                                                     : kTuning.recovered_min_steps_untimed;
+    if (!(gained >= need)) continue;
+    inc.tier = kNone;
+    Recovery r;
+    r.id = inc.id;
+    if (e.rank >= 0) r.rank = e.rank;
+    r.steps_after = gained;
+    r.evidence = to_evidence(e, c.sources);
+    c.d.recovered.push_back(std::move(r));
+  }
+}
+
+// 3. The initiating failure: best tier, then earliest (node clocks aligned).
+void choose_primary(Ctx& c) {
+  if (c.on(Rule::kClockAlignment)) c.clocks = estimate_clocks(c.sources, c.numbers);
+  for (const auto& [node, off] : c.clocks.node_offset) {
     char buf[200];
     std::snprintf(buf, sizeof(buf), "clock of node %s is %+.2f s off the others (aligned on step lines)", node.c_str(),
                   double(off) / 1e6);
-    d.notes.push_back(buf);
+    c.d.notes.push_back(buf);
   }
-
-  // 3. The initiating failure: best tier, then earliest.
-  const Incident* primary = nullptr;
-  for (const Incident& inc : incidents) {
+  for (const Incident& inc : c.incidents) {
     if (inc.tier == kNone) continue;
-    if (!primary || inc.tier < primary->tier ||
-        (inc.tier == primary->tier && earlier(inc.decisive, primary->decisive, clocks))) {
-      primary = &inc;
+    if (!c.primary || inc.tier < c.primary->tier ||
+        (inc.tier == c.primary->tier && earlier(inc.decisive, c.primary->decisive, c.clocks))) {
+      c.primary = &inc;
     }
   }
+  if (c.primary) {
+    c.rank = c.primary->rank;
+    c.rank_how = c.rank < 0 ? RankSource::kNone
+                 : c.primary->decisive->in_launcher_summary ? RankSource::kLauncherSummary
+                                                            : RankSource::kPrefix;
+    c.rank_source = c.primary->rank_source;
+    c.node = c.primary->node;
+  }
+}
 
-  // 4. Rank from the launcher summary when the primary's own line does not say:
-  // the summary entry whose error text is the primary's decisive line.
-  int primary_rank = primary ? primary->rank : -1;
-  std::string rank_source = primary ? primary->rank_source : "";
-  std::string primary_node = primary ? primary->node : "";
-  if (primary && primary_rank < 0) {
-    // Texts that belong to the primary incident: its decisive line and every exception
-    // line of its traceback (a chained traceback ends on a consequence).
-    std::set<std::string> mine;
-    for (const Event* m : primary->members) {
-      mine.insert(normalise(trim(m->text)));
-      for (const auto& x : m->exc_chain) mine.insert(normalise(trim(x)));
-    }
-    std::set<std::string> others;  // what the collateral incidents said
-    for (const Incident& inc : incidents) {
-      if (&inc != primary && inc.role == kb::Role::kCollateral && !inc.decisive->in_launcher_summary)
-        others.insert(normalise(trim(inc.decisive->text)));
-    }
-    std::set<int> same, unexplained;
-    for (const Event* f : launcher_failures) {
-      if (f->rank < 0) continue;
-      std::string t = normalise(trim(f->text));
-      if (!t.empty() && mine.count(t)) same.insert(f->rank);
-      else if (t.empty() || !others.count(t)) unexplained.insert(f->rank);
-    }
-    if (same.size() == 1) {
-      primary_rank = *same.begin();
-      rank_source = "launcher summary (same error text)";
-    } else if (same.empty() && unexplained.size() == 1 && launcher_failures.size() > 1) {
-      // Every other failed rank reported a collateral error; the one left is the origin.
-      primary_rank = *unexplained.begin();
-      rank_source = "launcher summary (the only failed rank without a collateral error)";
-    }
+// 4. Rank attribution: an ordered table of rules, each of which may give (or, for
+// all-alike, take back) the primary's rank with its source and reason.
+struct RankAnswer {
+  int rank;
+  RankSource source;
+  std::string reason;
+};
+using RankRuleFn = std::optional<RankAnswer> (*)(Ctx&);
+
+std::optional<RankAnswer> rank_from_launcher(Ctx& c, bool same_text) {
+  if (c.rank >= 0) return std::nullopt;
+  // Texts that belong to the primary incident: its decisive line and every exception
+  // line of its traceback (a chained traceback ends on a consequence).
+  std::set<std::string> mine;
+  for (const Event* m : c.primary->members) {
+    mine.insert(normalise(trim(m->text)));
+    for (const auto& x : m->exc_chain) mine.insert(normalise(trim(x)));
   }
-  // A hang: read the stuck collective from the watchdog lines, and find the rank that
-  // never entered it: a rank whose last enqueued work is below the stuck sequence number,
-  // or the only rank of the job without a timeout of its own.
-  std::optional<Hang> hang;
-  if (primary && primary->category == "hang") {
-    hang = analyse_hang(events, incidents_view(incidents), launcher_failures, sources);
-    if (hang->suspects.size() == 1) {
-      primary_rank = hang->suspects[0];
-      rank_source = "straggler: " + hang->reasoning;
-    }
+  std::set<std::string> others;  // what the collateral incidents said
+  for (const Incident& inc : c.incidents) {
+    if (&inc != c.primary && inc.role == kb::Role::kCollateral && !inc.decisive->in_launcher_summary)
+      others.insert(normalise(trim(inc.decisive->text)));
   }
-  // All ranks alike: when every rank of the job reports the primary's failure at about
-  // the same time (a NaN loss seen by all data-parallel ranks), no rank initiated it.
-  if (primary && primary_rank >= 0 && rank_source == "log prefix") {
-    std::set<int> world, alike;
-    for (const auto& s : sources) world.insert(s.ranks.begin(), s.ranks.end());
-    for (const Incident& inc : incidents) {
-      if (inc.id != primary->id || inc.rank < 0 || inc.decisive->in_launcher_summary) continue;
-      bool close = inc.decisive->time_us == record::kNoTime || primary->decisive->time_us == record::kNoTime ||
-                   std::llabs(inc.decisive->time_us - primary->decisive->time_us) <= 2000000;
-      if (close) alike.insert(inc.rank);
-    }
-    if (world.size() >= 2 && alike == world) {
-      primary_rank = -1;
-      rank_source = "all " + std::to_string(world.size()) + " ranks failed alike at the same time";
-    }
+  std::set<int> same, unexplained;
+  for (const Event* f : c.launcher_failures) {
+    if (f->rank < 0) continue;
+    std::string t = normalise(trim(f->text));
+    if (!t.empty() && mine.count(t)) same.insert(f->rank);
+    else if (t.empty() || !others.count(t)) unexplained.insert(f->rank);
   }
-  // Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table.
+  if (same_text && same.size() == 1)
+    return RankAnswer{*same.begin(), RankSource::kLauncherSameText, "launcher summary (same error text)"};
+  if (!same_text && same.empty() && unexplained.size() == 1 && c.launcher_failures.size() > 1)
+    // Every other failed rank reported a collateral error; the one left is the origin.
+    return RankAnswer{*unexplained.begin(), RankSource::kLauncherExclusion,
+                      "launcher summary (the only failed rank without a collateral error)"};
+  return std::nullopt;
+}
+
+std::optional<RankAnswer> rank_launcher_same_text(Ctx& c) { return rank_from_launcher(c, true); }
+std::optional<RankAnswer> rank_launcher_exclusion(Ctx& c) { return rank_from_launcher(c, false); }
+
+// A hang: read the stuck collective from the watchdog lines, and find the rank that
+// never entered it.
+std::optional<RankAnswer> rank_hang_straggler(Ctx& c) {
+  if (c.primary->category != "hang") return std::nullopt;
+  c.hang = analyse_hang(c.events, incidents_view(c.incidents), c.launcher_failures, c.sources);
+  if (c.hang->suspects.size() != 1) return std::nullopt;
+  return RankAnswer{c.hang->suspects[0], RankSource::kHangStraggler, "straggler: " + c.hang->reasoning};
+}
+
+// All ranks alike: when every rank of the job reports the primary's failure at about
+// the same time (a NaN loss seen by all data-parallel ranks), no rank initiated it.
+std::optional<RankAnswer> rank_all_alike(Ctx& c) {
+  if (c.rank < 0 || c.rank_how != RankSource::kPrefix) return std::nullopt;
+  std::set<int> world, alike;
+  for (const auto& s : c.sources) world.insert(s.ranks.begin(), s.ranks.end());
+  for (const Incident& inc : c.incidents) {
+    if (inc.id != c.primary->id || inc.rank < 0 || inc.decisive->in_launcher_summary) continue;
+    bool close = inc.decisive->time_us == record::kNoTime || c.primary->decisive->time_us == record::kNoTime ||
+                 std::llabs(inc.decisive->time_us - c.primary->decisive->time_us) <= kTuning.all_alike_window_us;
+    if (close) alike.insert(inc.rank);
+  }
+  if (world.size() < 2 || alike != world) return std::nullopt;
+  return RankAnswer{-1, RankSource::kAllAlike, "all " + std::to_string(world.size()) + " ranks failed alike at the same time"};
+}
+
+struct IdentityMaps {
   std::map<int, std::string> rank_node;
   std::map<std::pair<std::string, int>, int> pid_rank;
   std::set<std::string> nodes;
-  for (const auto& s : sources) {
-    rank_node.insert(s.rank_node.begin(), s.rank_node.end());
-    pid_rank.insert(s.pid_rank.begin(), s.pid_rank.end());
-    for (const auto& [r, n] : s.rank_node) nodes.insert(n);
+};
+
+// Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table.
+IdentityMaps identity_maps(const Ctx& c) {
+  IdentityMaps m;
+  for (const auto& s : c.sources) {
+    m.rank_node.insert(s.rank_node.begin(), s.rank_node.end());
+    m.pid_rank.insert(s.pid_rank.begin(), s.pid_rank.end());
+    for (const auto& [r, n] : s.rank_node) m.nodes.insert(n);
   }
-  for (const Event* f : launcher_failures) {
+  for (const Event* f : c.launcher_failures) {
     if (f->rank < 0) continue;
-    if (!f->node.empty()) rank_node.emplace(f->rank, f->node), nodes.insert(f->node);
-    if (!f->node.empty() && f->pid >= 0) pid_rank.emplace(std::make_pair(f->node, f->pid), f->rank);
+    if (!f->node.empty()) m.rank_node.emplace(f->rank, f->node), m.nodes.insert(f->node);
+    if (!f->node.empty() && f->pid >= 0) m.pid_rank.emplace(std::make_pair(f->node, f->pid), f->rank);
   }
-  std::string node_source = primary_node.empty() ? "" : "log line";
-  if (primary && primary_rank < 0) {
-    const Event& de = *primary->decisive;
-    if (!de.node.empty() && de.pid >= 0) {
-      auto it = pid_rank.find({de.node, de.pid});
-      if (it != pid_rank.end()) {
-        primary_rank = it->second;
-        rank_source = "process id " + std::to_string(de.pid) + " on " + de.node + " (NCCL / launcher lines map it)";
-      }
-    }
-    if (primary_rank < 0 && de.local_rank >= 0 && nodes.size() <= 1) {
-      primary_rank = de.local_rank;
-      rank_source = "local rank on a single-node job";
-    }
-  }
-  // Progress: the failing rank usually stops logging steps first. When exactly one rank's
-  // last progress step is behind all the others, it is the likely origin.
-  if (primary && primary_rank < 0 && numbers.series) {
-    const auto& lp = numbers.series->last_progress();
-    double top = -1e300;
-    for (const auto& [r, p] : lp) top = std::max(top, p.step);
-    std::vector<int> behind;
-    for (const auto& [r, p] : lp) {
-      if (r >= 0 && p.step < top) behind.push_back(r);
-    }
-    if (lp.size() >= 2 && behind.size() == 1 && !lp.count(-1)) {
-      primary_rank = behind[0];
-      rank_source = fmt_progress(lp.at(behind[0]).step, top);
-    }
-  }
-  if (primary && primary_node.empty() && primary_rank >= 0) {
-    auto it = rank_node.find(primary_rank);
-    if (it != rank_node.end()) {
-      primary_node = it->second;
-      node_source = "rank " + std::to_string(primary_rank) + " runs on this node (stated by the log)";
-    }
-  }
+  return m;
+}
 
-  if (primary) {
-    d.verdict = "failed";
-    Finding f;
-    f.id = primary->id;
-    f.title = primary->title;
-    f.category = primary->category;
-    f.role = "root";
-    static const double kConfidence[] = {0.9, 0.85, 0.6, 0.5, 0.35};
-    f.confidence = primary->tier <= kCollateralOnly ? kConfidence[primary->tier] : 0.3;
-    if (primary_rank >= 0) f.rank = primary_rank;
-    const Event& de = *primary->decisive;
-    if (de.local_rank >= 0) f.local_rank = de.local_rank;
-    if (de.gpu >= 0) f.gpu = de.gpu;
-    f.node = primary_node;
-    f.time = de.time_text;
-    // For a straggler the quoted line is another rank's timeout: its time is not when the
-    // suspect failed; the collective's start is the better estimate.
-    if (hang && rank_source.rfind("straggler", 0) == 0) f.time = hang->started;
-    f.rank_source = rank_source;
-    f.node_source = node_source;
-    f.fingerprint = template_::fingerprint(f.id, de.text);
-    f.hang = hang;
-    f.exception_type = primary->exc_type;
-    Evidence dec = to_evidence(de, sources);
-    if (!dec.rank && primary_rank >= 0 && rank_source.rfind("straggler", 0) != 0) dec.rank = primary_rank;
-    if (dec.node.empty() && rank_source.rfind("straggler", 0) != 0) dec.node = primary_node;
-    f.evidence.push_back(dec);
-    // Supporting lines: the exception chain and other hits in the same incident.
-    for (const Event* m : primary->members) {
-      if (m == &de || f.evidence.size() >= 6) continue;
-      if (m->kind == EventKind::kPattern && m->role == kb::Role::kContext) continue;
-      f.evidence.push_back(to_evidence(*m, sources));
+std::optional<RankAnswer> rank_pid_map(Ctx& c) {
+  const Event& de = *c.primary->decisive;
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.node.empty() || de.pid < 0) return std::nullopt;
+  IdentityMaps m = identity_maps(c);
+  auto it = m.pid_rank.find({de.node, de.pid});
+  if (it == m.pid_rank.end()) return std::nullopt;
+  return RankAnswer{it->second, RankSource::kPidMap,
+                    "process id " + std::to_string(de.pid) + " on " + de.node + " (NCCL / launcher lines map it)"};
+}
+
+std::optional<RankAnswer> rank_local_single_node(Ctx& c) {
+  const Event& de = *c.primary->decisive;
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.local_rank < 0) return std::nullopt;
+  if (identity_maps(c).nodes.size() > 1) return std::nullopt;
+  return RankAnswer{de.local_rank, RankSource::kLocalRankSingleNode, "local rank on a single-node job"};
+}
+
+// Progress: the failing rank usually stops logging steps first. When exactly one rank's
+// last progress step is behind all the others, it is the likely origin.
+std::optional<RankAnswer> rank_progress_behind(Ctx& c) {
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || !c.numbers.series) return std::nullopt;
+  const auto& lp = c.numbers.series->last_progress();
+  double top = -1e300;
+  for (const auto& [r, p] : lp) top = std::max(top, p.step);
+  std::vector<int> behind;
+  for (const auto& [r, p] : lp) {
+    if (r >= 0 && p.step < top) behind.push_back(r);
+  }
+  if (lp.size() < 2 || behind.size() != 1 || lp.count(-1)) return std::nullopt;
+  return RankAnswer{behind[0], RankSource::kProgressBehind, fmt_progress(lp.at(behind[0]).step, top)};
+}
+
+void attribute_rank(Ctx& c) {
+  if (!c.primary) return;
+  static const std::pair<Rule, RankRuleFn> kRankRules[] = {
+      {Rule::kRankLauncherSameText, rank_launcher_same_text},
+      {Rule::kRankLauncherExclusion, rank_launcher_exclusion},
+      {Rule::kRankHangStraggler, rank_hang_straggler},
+      {Rule::kRankAllAlike, rank_all_alike},
+      {Rule::kRankPidMap, rank_pid_map},
+      {Rule::kRankLocalSingleNode, rank_local_single_node},
+      {Rule::kRankProgressBehind, rank_progress_behind},
+  };
+  for (const auto& [rule, fn] : kRankRules) {
+    if (!c.on(rule)) continue;
+    if (auto a = fn(c)) {
+      c.rank = a->rank;
+      c.rank_how = a->source;
+      c.rank_source = std::move(a->reason);
     }
-    if (primary->entry) {
-      const kb::Entry& e = *primary->entry;
-      f.summary = e.summary;
-      f.root_cause = e.root_cause;
-      f.fix = e.fix;
-      f.verify = e.verify;
-      for (const auto& r : e.references) f.references.push_back(r.url);
-    } else {
-      f.summary = "The process raised " + primary->exc_type +
-                  " and no knowledge-base entry recognises its message; the category is a guess from the exception type.";
-      f.root_cause = "Read the decisive line and the traceback above it: the last frame in your own code is "
-                     "usually where to start.";
-      f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
-               "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
-      f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + primary->id;
+  }
+  c.node_source = c.node.empty() ? "" : "log line";
+  if (c.on(Rule::kNodeFromRank) && c.node.empty() && c.rank >= 0) {
+    IdentityMaps m = identity_maps(c);
+    auto it = m.rank_node.find(c.rank);
+    if (it != m.rank_node.end()) {
+      c.node = it->second;
+      c.node_source = "rank " + std::to_string(c.rank) + " runs on this node (stated by the log)";
     }
-    d.primary = std::move(f);
+  }
+}
+
+// The primary's finding: what the incident says, with the KB's fix and verification.
+void fill_primary(Ctx& c) {
+  if (!c.primary) return;
+  const Incident* primary = c.primary;
+  Finding f;
+  f.id = primary->id;
+  f.title = primary->title;
+  f.category = primary->category;
+  f.role = "root";
+  static const double kConfidence[] = {0.9, 0.85, 0.6, 0.5, 0.35};
+  f.confidence = primary->tier <= kCollateralOnly ? kConfidence[primary->tier] : 0.3;
+  if (c.rank >= 0) f.rank = c.rank;
+  const Event& de = *primary->decisive;
+  if (de.local_rank >= 0) f.local_rank = de.local_rank;
+  if (de.gpu >= 0) f.gpu = de.gpu;
+  f.node = c.node;
+  f.time = de.time_text;
+  const bool straggler = c.rank_how == RankSource::kHangStraggler;
+  // For a straggler the quoted line is another rank's timeout: its time is not when the
+  // suspect failed; the collective's start is the better estimate.
+  if (c.hang && straggler) f.time = c.hang->started;
+  f.rank_source = c.rank_source;
+  f.rank_how = c.rank_how;
+  f.node_source = c.node_source;
+  f.fingerprint = template_::fingerprint(f.id, de.text);
+  f.hang = c.hang;
+  f.exception_type = primary->exc_type;
+  Evidence dec = to_evidence(de, c.sources);
+  if (!dec.rank && c.rank >= 0 && !straggler) dec.rank = c.rank;
+  if (dec.node.empty() && !straggler) dec.node = c.node;
+  f.evidence.push_back(dec);
+  // Supporting lines: the exception chain and other hits in the same incident.
+  for (const Event* m : primary->members) {
+    if (m == &de || f.evidence.size() >= 6) continue;
+    if (m->kind == EventKind::kPattern && m->role == kb::Role::kContext) continue;
+    f.evidence.push_back(to_evidence(*m, c.sources));
+  }
+  if (primary->entry) {
+    const kb::Entry& e = *primary->entry;
+    f.summary = e.summary;
+    f.root_cause = e.root_cause;
+    f.fix = e.fix;
+    f.verify = e.verify;
+    for (const auto& r : e.references) f.references.push_back(r.url);
   } else {
-    d.verdict = "healthy";
+    f.summary = "The process raised " + primary->exc_type +
+                " and no knowledge-base entry recognises its message; the category is a guess from the exception type.";
+    f.root_cause = "Read the decisive line and the traceback above it: the last frame in your own code is "
+                   "usually where to start.";
+    f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
+             "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
+    f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + primary->id;
   }
+  c.d.primary = std::move(f);
+}
 
-  // 5. Collateral: everything else that failed or reacted, grouped by id.
+// 5. Collateral: everything else that failed or reacted, grouped by id.
+void group_collateral(Ctx& c) {
   std::map<std::string, size_t> coll_index;
-  for (const Incident& inc : incidents) {
-    if (&inc == primary || inc.id.empty()) continue;
+  for (const Incident& inc : c.incidents) {
+    if (&inc == c.primary || inc.id.empty()) continue;
     // The launcher's failure table restates what the ranks printed; counting it again
     // would double every collateral line and list the primary as its own collateral.
     if (inc.decisive->in_launcher_summary) continue;
     bool reactive = inc.role == kb::Role::kCollateral || inc.role == kb::Role::kRoot;
     if (!reactive) continue;
     if (inc.role == kb::Role::kRoot && inc.entry && !entry_is_failure(inc.entry)) continue;
+    // A recovered error is listed as recovered, not as the primary's collateral.
+    if (inc.tier == kNone && std::any_of(c.d.recovered.begin(), c.d.recovered.end(), [&](const Recovery& r) {
+          return r.evidence.line == inc.decisive->line && r.id == inc.id;
+        }))
+      continue;
     auto it = coll_index.find(inc.id);
     if (it == coll_index.end()) {
-      Collateral c;
-      c.id = inc.id;
-      c.title = inc.title;
-      c.category = inc.category;
-      c.explained_by = primary ? primary->id : "";
-      c.first = to_evidence(*inc.decisive, sources);
-      c.fingerprint = template_::fingerprint(inc.id, inc.decisive->text);
-      coll_index[inc.id] = d.collateral.size();
-      d.collateral.push_back(std::move(c));
+      Collateral col;
+      col.id = inc.id;
+      col.title = inc.title;
+      col.category = inc.category;
+      col.explained_by = c.primary ? c.primary->id : "";
+      col.first = to_evidence(*inc.decisive, c.sources);
+      col.fingerprint = template_::fingerprint(inc.id, inc.decisive->text);
+      coll_index[inc.id] = c.d.collateral.size();
+      c.d.collateral.push_back(std::move(col));
       it = coll_index.find(inc.id);
     }
-    Collateral& c = d.collateral[it->second];
-    ++c.count;
-    if (inc.rank >= 0 && std::find(c.ranks.begin(), c.ranks.end(), inc.rank) == c.ranks.end()) c.ranks.push_back(inc.rank);
-    if (!inc.node.empty() && std::find(c.nodes.begin(), c.nodes.end(), inc.node) == c.nodes.end())
-      c.nodes.push_back(inc.node);
+    Collateral& col = c.d.collateral[it->second];
+    ++col.count;
+    if (inc.rank >= 0 && std::find(col.ranks.begin(), col.ranks.end(), inc.rank) == col.ranks.end())
+      col.ranks.push_back(inc.rank);
+    if (!inc.node.empty() && std::find(col.nodes.begin(), col.nodes.end(), inc.node) == col.nodes.end())
+      col.nodes.push_back(inc.node);
   }
-  for (auto& c : d.collateral) std::sort(c.ranks.begin(), c.ranks.end());
+  for (auto& col : c.d.collateral) std::sort(col.ranks.begin(), col.ranks.end());
+}
 
-  // 6. Hypotheses: other strong candidates with a different id than the primary.
-  if (primary) {
-    std::set<std::string> seen{primary->id};
-    for (const Incident& inc : incidents) {
-      if (inc.tier > kWeak || seen.count(inc.id)) continue;
-      seen.insert(inc.id);
-      Hypothesis h;
-      h.id = inc.id;
-      h.title = inc.title;
-      h.category = inc.category;
-      h.confidence = 0.3;
-      h.why = "also a failure on " + (inc.rank >= 0 ? "rank " + std::to_string(inc.rank) : std::string("an unknown rank")) +
-              ", but later than the primary (or on a weaker signal)";
-      h.evidence.push_back(to_evidence(*inc.decisive, sources));
-      h.separate_by = "Check which of the two happened first on the affected rank's own log; rerun with the "
-                      "primary's fix and see whether this one remains.";
-      d.hypotheses.push_back(std::move(h));
-      if (d.hypotheses.size() >= 5) break;
-    }
+// 6. Hypotheses: other strong candidates with a different id than the primary.
+void list_hypotheses(Ctx& c) {
+  if (!c.primary) return;
+  std::set<std::string> seen{c.primary->id};
+  for (const Incident& inc : c.incidents) {
+    if (inc.tier > kWeak || seen.count(inc.id)) continue;
+    seen.insert(inc.id);
+    Hypothesis h;
+    h.id = inc.id;
+    h.title = inc.title;
+    h.category = inc.category;
+    h.confidence = 0.3;
+    h.why = "also a failure on " + (inc.rank >= 0 ? "rank " + std::to_string(inc.rank) : std::string("an unknown rank")) +
+            ", but later than the primary (or on a weaker signal)";
+    h.evidence.push_back(to_evidence(*inc.decisive, c.sources));
+    h.separate_by = "Check which of the two happened first on the affected rank's own log; rerun with the "
+                    "primary's fix and see whether this one remains.";
+    c.d.hypotheses.push_back(std::move(h));
+    if (c.d.hypotheses.size() >= 5) break;
   }
+}
 
-  // 7. Symptoms and warnings seen (deduplicated by entry).
-  std::map<std::string, size_t> sym_index;
-  for (const Incident& inc : incidents) {
+// 7. Symptoms and warnings seen (deduplicated by entry).
+void list_symptoms(Ctx& c) {
+  std::set<std::string> seen;
+  for (const Incident& inc : c.incidents) {
     if (!inc.entry) continue;
     bool symptom = inc.role == kb::Role::kSymptom || (inc.role == kb::Role::kRoot && !entry_is_failure(inc.entry));
-    if (!symptom) continue;
-    if (sym_index.count(inc.id)) continue;
-    sym_index[inc.id] = d.symptoms.size();
+    if (!symptom || !seen.insert(inc.id).second) continue;
     Finding f;
     f.id = inc.id;
     f.title = inc.title;
     f.category = inc.category;
     f.role = kb::role_name(inc.role);
     if (inc.rank >= 0) f.rank = inc.rank;
-    f.evidence.push_back(to_evidence(*inc.decisive, sources));
-    d.symptoms.push_back(std::move(f));
+    f.evidence.push_back(to_evidence(*inc.decisive, c.sources));
+    c.d.symptoms.push_back(std::move(f));
   }
+}
 
-  // 8. Timeline: incidents in order, the same normalised line across ranks merged.
+// 8. Timeline: incidents in order, the same normalised line across ranks merged.
+void build_timeline(Ctx& c) {
   std::vector<const Incident*> ordered;
-  for (const Incident& inc : incidents) {
+  for (const Incident& inc : c.incidents) {
     if (inc.id.empty() || inc.role == kb::Role::kContext) continue;
-    if (inc.decisive->in_launcher_summary && &inc != primary) continue;
+    if (inc.decisive->in_launcher_summary && &inc != c.primary) continue;
     ordered.push_back(&inc);
   }
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [&](const Incident* a, const Incident* b) {
-                     if (earlier(a->decisive, b->decisive, clocks)) return true;
-                     if (earlier(b->decisive, a->decisive, clocks)) return false;
-                     // A tie (whole-second stamps): causes before their effects.
-                     return a->role == kb::Role::kRoot && b->role != kb::Role::kRoot;
-                   });
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const Incident* a, const Incident* b) {
+    if (earlier(a->decisive, b->decisive, c.clocks)) return true;
+    if (earlier(b->decisive, a->decisive, c.clocks)) return false;
+    // A tie (whole-second stamps): causes before their effects.
+    return a->role == kb::Role::kRoot && b->role != kb::Role::kRoot;
+  });
   std::map<std::pair<std::string, std::string>, size_t> tl_index;
   for (const Incident* inc : ordered) {
-    std::string role = inc == primary ? "root" : (inc->role == kb::Role::kRoot && primary ? "collateral" : kb::role_name(inc->role));
+    std::string role = inc == c.primary ? "root"
+                       : (inc->role == kb::Role::kRoot && c.primary ? "collateral" : kb::role_name(inc->role));
     auto key = std::make_pair(inc->id, role);
     auto it = tl_index.find(key);
     if (it == tl_index.end()) {
@@ -808,36 +924,225 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
       t.time = inc->decisive->time_text;
       t.id = inc->id;
       t.role = role;
-      t.source = inc->decisive->source < sources.size() ? sources[inc->decisive->source].name : "";
+      t.source = inc->decisive->source < c.sources.size() ? c.sources[inc->decisive->source].name : "";
       t.line = inc->decisive->line;
       t.text = inc->decisive->text;
-      tl_index[key] = d.timeline.size();
-      d.timeline.push_back(std::move(t));
+      tl_index[key] = c.d.timeline.size();
+      c.d.timeline.push_back(std::move(t));
       it = tl_index.find(key);
     }
-    TimelineEntry& t = d.timeline[it->second];
+    TimelineEntry& t = c.d.timeline[it->second];
     ++t.count;
-    int r = inc == primary ? primary_rank : inc->rank;
+    int r = inc == c.primary ? c.rank : inc->rank;
     if (r >= 0 && std::find(t.ranks.begin(), t.ranks.end(), r) == t.ranks.end()) t.ranks.push_back(r);
     if (!inc->node.empty() && std::find(t.nodes.begin(), t.nodes.end(), inc->node) == t.nodes.end())
       t.nodes.push_back(inc->node);
   }
-  for (auto& t : d.timeline) std::sort(t.ranks.begin(), t.ranks.end());
-  if (d.timeline.size() > 50) d.timeline.resize(50);
+  for (auto& t : c.d.timeline) std::sort(t.ranks.begin(), t.ranks.end());
+  if (c.d.timeline.size() > 50) c.d.timeline.resize(50);
+}
 
-  // 9. Numbers: verdicts on the series confirm or settle the diagnosis.
-  if (numbers.series && numbers.aliases) {
-    d.verdicts = judge_series(*numbers.series, *numbers.aliases, sources, numbers.last_time_us, numbers.last_time_clock);
-    summarise_series(*numbers.series, *numbers.aliases, d.series);
-    apply_verdicts(d);
+// 9. Numbers: a terminal loss scale or a loss that ends non-finite confirms a numerical
+// primary, or makes one when no error line says so; a transient loss scale is a note.
+void read_numbers(Ctx& c) {
+  if (!c.numbers.series || !c.numbers.aliases) return;
+  Diagnosis& d = c.d;
+  d.verdicts = judge_series(*c.numbers.series, *c.numbers.aliases, c.sources, c.numbers.last_time_us,
+                            c.numbers.last_time_clock);
+  summarise_series(*c.numbers.series, *c.numbers.aliases, d.series);
+  const Verdict* terminal = nullptr;
+  const Verdict* nonfinite = nullptr;
+  const Verdict* transient = nullptr;
+  for (const auto& v : d.verdicts) {
+    if (v.id == "loss-scale" && v.verdict == "terminal") terminal = &v;
+    if (v.id == "loss-scale" && v.verdict == "transient") transient = &v;
+    if (v.id == "non-finite") nonfinite = &v;
   }
+  if (d.primary) {
+    if (c.on(Rule::kSeriesConfirm) && d.primary->category == "numerical" && (terminal || nonfinite)) {
+      d.primary->confidence = std::max(d.primary->confidence, 0.95);
+      const Verdict& v = terminal ? *terminal : *nonfinite;
+      for (const auto& e : v.evidence) d.primary->evidence.push_back(e);
+    }
+    return;
+  }
+  if (terminal && c.on(Rule::kSeriesTerminalLossScale)) {
+    // The finding's words come from the KB entry of the series rule when there is one.
+    constexpr const char* kEntry = "series.loss-scale-terminal";
+    const kb::Entry* e = c.kb.find(kEntry);
+    Finding f;
+    f.id = kEntry;
+    f.title = e ? e->title : "Dynamic loss scale collapsed (from the numbers in the log)";
+    f.category = "numerical";
+    f.role = "root";
+    f.confidence = 0.7;
+    f.evidence = terminal->evidence;
+    f.summary = terminal->summary + ". " + (e ? e->summary : std::string());
+    if (e) {
+      f.root_cause = e->root_cause;
+      f.fix = e->fix;
+      f.verify = e->verify;
+      for (const auto& r : e->references) f.references.push_back(r.url);
+    }
+    f.fingerprint = template_::fingerprint(f.id, "");
+    d.primary = std::move(f);
+  } else if (transient) {
+    d.notes.push_back(transient->summary + ": normal for dynamic loss scaling at warm-up.");
+  }
+}
 
-  if (!primary && !d.primary && !d.symptoms.empty()) {
-    for (const auto& s : d.symptoms) {
-      const kb::Entry* e = kb.find(s.id);
-      if (e && (e->severity == "error" || e->severity == "fatal")) d.verdict = "degraded";
+std::string fmt_step(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+// How far the run got: progress lines per rank, the stated total, completion lines.
+void read_progress(Ctx& c) {
+  Progress& p = c.d.progress;
+  if (c.numbers.series) {
+    const auto& lp = c.numbers.series->last_progress();
+    int64_t last_us = INT64_MIN;
+    for (const auto& [r, pt] : lp) {
+      ++p.ranks;
+      if (!p.last_step || pt.step > *p.last_step) p.last_step = pt.step;
+      if (!p.min_last_step || pt.step < *p.min_last_step) p.min_last_step = pt.step;
+      last_us = std::max(last_us, pt.time_us);
+    }
+    if (last_us != INT64_MIN) p.last_time = format_time(last_us, c.numbers.last_time_clock);
+    if (c.numbers.aliases && c.numbers.aliases->step_total() != metrics::kNoMetric) {
+      for (const auto& [key, s] : c.numbers.series->all()) {
+        if (key.first == c.numbers.aliases->step_total() && s.has_finite && (!p.total || s.last.value > *p.total))
+          p.total = s.last.value;
+      }
+    }
+    if (c.primary && !lp.empty()) {
+      auto it = lp.find(c.rank);
+      p.failed_at = it != lp.end() ? it->second.step : *p.last_step;
     }
   }
+  for (const Event* e : c.completions) {
+    if (p.completion.size() >= kTuning.max_completion_evidence) break;
+    p.completion.push_back(to_evidence(*e, c.sources));
+  }
+  bool final_step = p.total && p.min_last_step && *p.min_last_step >= *p.total;
+  p.completed = (!c.completions.empty() && c.on(Rule::kVerdictHealthyCompletion)) ||
+                (final_step && c.on(Rule::kVerdictHealthyFinalStep));
+}
+
+std::string ranks_phrase(int n) { return n == 1 ? "1 rank" : std::to_string(n) + " ranks"; }
+
+// 10. The verdict, by the first rule that holds, with its reasons.
+void decide_verdict(Ctx& c) {
+  Diagnosis& d = c.d;
+  const Progress& p = d.progress;
+  if (d.primary) {
+    d.verdict = VerdictKind::kFailed;
+    Reason r{"diagnosis.primary", "the first failure: " + d.primary->title, d.primary->evidence.front()};
+    d.reasons.push_back(std::move(r));
+    for (const auto& u : c.numbers.unread) d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+    return;
+  }
+  for (const auto& rec : d.recovered) {
+    std::string who = rec.rank ? "rank " + std::to_string(*rec.rank) : std::string("the run");
+    d.reasons.push_back({rule_name(Rule::kRecovered),
+                         who + " recovered from " + rec.id + ": " + fmt_step(rec.steps_after) + " more steps",
+                         rec.evidence});
+  }
+  // Degraded: the run went on, with problems.
+  if (c.on(Rule::kVerdictDegradedSymptoms)) {
+    for (const auto& s : d.symptoms) {
+      const kb::Entry* e = c.kb.find(s.id);
+      if (e && entry_is_failure(e)) {
+        d.verdict = VerdictKind::kDegraded;
+        d.reasons.push_back({rule_name(Rule::kVerdictDegradedSymptoms), "an error-severity warning: " + s.title,
+                             s.evidence.empty() ? std::nullopt : std::optional<Evidence>(s.evidence.front())});
+      }
+    }
+  }
+  if (c.on(Rule::kVerdictDegradedRecovered) && d.recovered.size() >= 2) {
+    d.verdict = VerdictKind::kDegraded;
+    d.reasons.push_back({rule_name(Rule::kVerdictDegradedRecovered),
+                         std::to_string(d.recovered.size()) + " errors were recovered from (they recur)", {}});
+  }
+  if (c.on(Rule::kVerdictDegradedSeries)) {
+    for (const auto& v : d.verdicts) {
+      if (v.id == "straggler" || v.id == "throughput") {
+        d.verdict = VerdictKind::kDegraded;
+        d.reasons.push_back({rule_name(Rule::kVerdictDegradedSeries), v.summary,
+                             v.evidence.empty() ? std::nullopt : std::optional<Evidence>(v.evidence.front())});
+      }
+    }
+  }
+  if (d.verdict == VerdictKind::kDegraded) return;
+  if (c.on(Rule::kVerdictIncompleteInput) && !c.numbers.unread.empty()) {
+    d.verdict = VerdictKind::kIncomplete;
+    for (const auto& u : c.numbers.unread) d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+    return;
+  }
+  if (c.on(Rule::kVerdictHealthyCompletion) && !c.completions.empty()) {
+    d.verdict = VerdictKind::kHealthy;
+    d.reasons.push_back({rule_name(Rule::kVerdictHealthyCompletion), "the run reports its completion",
+                         to_evidence(*c.completions.back(), c.sources)});
+    return;
+  }
+  std::string at = p.last_time.empty() ? "" : " at " + p.last_time;
+  if (c.on(Rule::kVerdictHealthyFinalStep) && p.total && p.min_last_step && *p.min_last_step >= *p.total) {
+    d.verdict = VerdictKind::kHealthy;
+    d.reasons.push_back({rule_name(Rule::kVerdictHealthyFinalStep),
+                         "reached the final step " + fmt_step(*p.total) + "/" + fmt_step(*p.total) + " on " +
+                             (p.ranks > 1 ? "all " : "") + ranks_phrase(p.ranks) + at,
+                         {}});
+    return;
+  }
+  if (c.on(Rule::kVerdictIncompleteShort) && p.last_step) {
+    d.verdict = VerdictKind::kIncomplete;
+    std::string step = p.min_last_step && *p.min_last_step != *p.last_step
+                           ? "steps " + fmt_step(*p.min_last_step) + " to " + fmt_step(*p.last_step)
+                           : "step " + fmt_step(*p.last_step);
+    if (p.total) step += "/" + fmt_step(*p.total);
+    d.reasons.push_back({rule_name(Rule::kVerdictIncompleteShort),
+                         "no failure, but the log stops short of the run's end: last progress: " + step + at + " on " +
+                             (p.ranks > 1 ? "all " : "") + ranks_phrase(p.ranks),
+                         {}});
+    return;
+  }
+  if (c.on(Rule::kVerdictUnknownEmpty) && c.events.empty() && !p.last_step) {
+    d.verdict = VerdictKind::kUnknown;
+    d.reasons.push_back({rule_name(Rule::kVerdictUnknownEmpty),
+                         d.lines == 0 ? "the input is empty" : "nothing in the input reads as a training or serving log",
+                         {}});
+    return;
+  }
+  d.verdict = VerdictKind::kIncomplete;
+  d.reasons.push_back({"verdict.incomplete-excerpt", "the log shows neither a failure nor the run's end", {}});
+}
+
+}  // namespace
+
+Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSummary>& sources,
+                   const kb::KnowledgeBase& kb, const JobNumbers& numbers) {
+  Diagnosis d;
+  d.sources = sources;
+  for (const auto& s : sources) {
+    d.lines += s.lines;
+    d.bytes += s.bytes;
+  }
+  Ctx c{events, sources, kb, numbers, numbers.rules, d};
+  build_incidents(c);
+  name_incidents(c);
+  drop_control_noise(c);
+  mark_recovered(c);
+  choose_primary(c);
+  attribute_rank(c);
+  fill_primary(c);
+  group_collateral(c);
+  list_hypotheses(c);
+  list_symptoms(c);
+  build_timeline(c);
+  read_numbers(c);
+  read_progress(c);
+  decide_verdict(c);
   return d;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analyze/diagnosis.h"
+#include "analyze/rules.h"
 #include "kb/kb.h"
 #include "metrics/metrics.h"
 #include "record/event.h"
@@ -32,6 +33,11 @@ struct JobNumbers {
   // From `firstfault diff`: true for a line whose template also occurs in a healthy
   // control run. Such lines never become the primary failure (they are noise).
   std::function<bool(std::string_view)> seen_in_control;
+  // What was not read (input errors, a read limit reached, a truncated stream): a job
+  // with any is never healthy (rule verdict.incomplete-input).
+  std::vector<std::string> unread;
+  // The reasoning rules that apply (all, unless a test switches some off).
+  RuleSwitches rules = RuleSwitches::from_environment();
 };
 
 Diagnosis diagnose(const std::vector<record::Event>& events, const std::vector<SourceSummary>& sources,

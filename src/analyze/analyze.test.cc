@@ -8,18 +8,20 @@ namespace {
 using record::Event;
 using record::EventKind;
 
-std::string entry_yaml(const std::string& id, const std::string& category, const std::string& severity = "fatal") {
+std::string entry_yaml(const std::string& id, const std::string& category, const std::string& severity = "fatal",
+                       const std::string& precedence = "") {
   return "id: " + id + "\ntitle: " + id + "\ncategory: " + category + "\nseverity: " + severity +
          "\nphase: any\nframeworks: [x]\nsummary: s\nmechanism: m\naffected: [any]\nconfirm: [c]\n"
          "root_cause: r\nfix: [f]\nverify: v\n"
-         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: root, literal: '" + id +
+         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: root, " +
+         (precedence.empty() ? "" : "precedence: " + precedence + ", ") + "literal: '" + id +
          " marker'}\nexamples: ['" + id + " marker']\n";
 }
 
 kb::KnowledgeBase test_kb() {
   auto r = kb::load({{"a.yaml", entry_yaml("t.oom", "gpu-memory")},
                      {"b.yaml", entry_yaml("t.peer-lost", "communication")},
-                     {"c.yaml", entry_yaml("t.xid", "hardware")},
+                     {"c.yaml", entry_yaml("t.xid", "hardware", "fatal", "hardware")},
                      {"d.yaml", entry_yaml("t.timeout", "hang")},
                      {"e.yaml", entry_yaml("t.warn", "numerical", "warning")},
                      {"formats/exceptions.yaml", "exceptions:\n  - {type: OSError, category: storage}\n"
@@ -50,10 +52,12 @@ Event hit(const std::string& entry, kb::Role role, uint64_t line, int rank, int6
 
 std::vector<SourceSummary> one_source() { return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}}}; }
 
-TEST(Diagnose, NoEventsIsHealthy) {
+TEST(Diagnose, NoEventsIsUnknownNotHealthy) {
   kb::KnowledgeBase kb = test_kb();
   Diagnosis d = diagnose({}, one_source(), kb);
-  EXPECT_EQ(d.verdict, "healthy");
+  EXPECT_EQ(d.verdict, VerdictKind::kUnknown);
+  ASSERT_FALSE(d.reasons.empty());
+  EXPECT_EQ(d.reasons[0].rule, "verdict.unknown-empty");
   EXPECT_FALSE(d.primary.has_value());
 }
 
@@ -65,7 +69,7 @@ TEST(Diagnose, FirstRootWinsAndPeerLossIsCollateralExplainedByIt) {
   ev[1].source = 1;
   Diagnosis d = diagnose(ev, {one_source()[0], one_source()[0]}, kb);
   ASSERT_TRUE(d.primary.has_value());
-  EXPECT_EQ(d.verdict, "failed");
+  EXPECT_EQ(d.verdict, VerdictKind::kFailed);
   EXPECT_EQ(d.primary->id, "t.oom");
   EXPECT_EQ(d.primary->rank, 3);
   ASSERT_EQ(d.collateral.size(), 1u);
@@ -85,10 +89,10 @@ TEST(Diagnose, HardwareOutranksAnEarlierSoftwareFailure) {
   EXPECT_EQ(d.hypotheses[0].id, "t.oom");
 }
 
-TEST(Diagnose, WarningSeverityAloneKeepsTheRunHealthy) {
+TEST(Diagnose, WarningSeverityAloneIsNoFailureButNoEndEither) {
   kb::KnowledgeBase kb = test_kb();
   Diagnosis d = diagnose({hit("t.warn", kb::Role::kRoot, 3, 0)}, one_source(), kb);
-  EXPECT_EQ(d.verdict, "healthy");
+  EXPECT_EQ(d.verdict, VerdictKind::kIncomplete);
   ASSERT_EQ(d.symptoms.size(), 1u);
   EXPECT_EQ(d.symptoms[0].id, "t.warn");
 }
@@ -96,7 +100,7 @@ TEST(Diagnose, WarningSeverityAloneKeepsTheRunHealthy) {
 TEST(Diagnose, OnlyCollateralStillFailsWithLowConfidence) {
   kb::KnowledgeBase kb = test_kb();
   Diagnosis d = diagnose({hit("t.peer-lost", kb::Role::kCollateral, 3, 0)}, one_source(), kb);
-  EXPECT_EQ(d.verdict, "failed");
+  EXPECT_EQ(d.verdict, VerdictKind::kFailed);
   EXPECT_EQ(d.primary->id, "t.peer-lost");
   EXPECT_LT(d.primary->confidence, 0.5);
 }

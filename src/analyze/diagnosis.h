@@ -10,6 +10,33 @@
 
 namespace ff::analyze {
 
+// The verdict on a job, with its exit code (docs/json-output.md, `firstfault --help`):
+//   failed      a failure, with its evidence                                     exit 1
+//   degraded    problems while the run kept making progress                      exit 1
+//   healthy     positive evidence that the run ended well (completion lines,
+//               the final step of a known total)                                 exit 0
+//   incomplete  no failure, but the input ends (or was read) short of the end    exit 3
+//   unknown     nothing to judge (empty input, nothing that reads as a job log)  exit 4
+// A script testing for 0 never reads a partial answer as healthy.
+enum class VerdictKind : uint8_t { kFailed, kDegraded, kHealthy, kIncomplete, kUnknown };
+const char* verdict_name(VerdictKind v);
+int verdict_exit_code(VerdictKind v);
+
+// How the primary's rank was found (rules.h names the rule behind each).
+enum class RankSource : uint8_t {
+  kNone,
+  kPrefix,              // the line's own prefix (or the source's name)
+  kLauncherSummary,     // a row of the launcher's failure table is the line itself
+  kLauncherSameText,    // the table row whose error text is the primary's
+  kLauncherExclusion,   // the only failed rank whose error is not collateral
+  kHangStraggler,       // a hang: the rank that never entered the stuck collective
+  kAllAlike,            // every rank failed alike: no rank named
+  kPidMap,              // NCCL / launcher lines map the line's process id to a rank
+  kLocalRankSingleNode, // the local rank, on a job that runs on one node
+  kProgressBehind,      // the only rank whose progress stopped first
+};
+const char* rank_source_name(RankSource s);
+
 struct Evidence {
   std::string source;     // the source's name
   uint64_t line = 0;      // 1-based
@@ -48,7 +75,8 @@ struct Finding {
   std::string verify;
   std::vector<std::string> references;
   std::string exception_type;
-  std::string rank_source;  // how the rank was found: "prefix", "launcher summary", ...
+  std::string rank_source;  // how the rank was found, in words ("log prefix", ...)
+  RankSource rank_how = RankSource::kNone;
   std::string node_source;  // how the node was found
   std::string fingerprint;  // stable across ranks, times, addresses and sizes
   std::optional<Hang> hang; // for hangs: the stuck collective
@@ -123,8 +151,37 @@ struct MetricSummary {
   std::vector<std::pair<double, double>> points;  // (step, value), downsampled
 };
 
+// One reason for the verdict: the rule that gave it, in words, with its evidence line
+// where there is one.
+struct Reason {
+  std::string rule;   // rules.h name, e.g. "verdict.healthy-completion"
+  std::string text;
+  std::optional<Evidence> evidence;
+};
+
+// How far the run got, from its progress lines and completion lines.
+struct Progress {
+  int ranks = 0;                       // ranks (or streams) with progress lines
+  std::optional<double> last_step;     // the highest last step over them
+  std::optional<double> min_last_step; // the lowest last step (a rank that stopped first)
+  std::optional<double> total;         // the run's stated total ("step 16/80")
+  std::string last_time;               // time of the latest progress line, as written
+  std::optional<double> failed_at;     // the step at which the primary failed (its rank's last step)
+  bool completed = false;              // a completion line, or the final step reached
+  std::vector<Evidence> completion;    // the completion lines seen (a few)
+};
+
+// An error the run recovered from: the same rank made progress after it.
+struct Recovery {
+  std::string id;
+  std::optional<int> rank;
+  double steps_after = 0;   // progress after the error, in steps
+  Evidence evidence;        // the error line
+};
+
 struct Diagnosis {
-  std::string verdict = "unknown";   // failed | degraded | healthy | unknown
+  VerdictKind verdict = VerdictKind::kUnknown;
+  std::vector<Reason> reasons;       // why the verdict, best first
   std::optional<Finding> primary;
   std::vector<Collateral> collateral;
   std::vector<Hypothesis> hypotheses;
@@ -133,6 +190,8 @@ struct Diagnosis {
   std::vector<Verdict> verdicts;     // trends read from the numbers in the log
   std::vector<MetricSummary> series;
   std::vector<SourceSummary> sources;
+  std::vector<Recovery> recovered;   // errors followed by progress on the same rank
+  Progress progress;
   std::vector<std::string> errors;   // input problems (partial results)
   std::vector<std::string> notes;
   uint64_t lines = 0;  // (after notes)

@@ -101,6 +101,7 @@ int run_diagnose(const Options& opt) {
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
   analyze::JobNumbers numbers{&stats.series, &loaded->engine->metric_aliases(), stats.last_time_us, stats.last_time_clock};
+  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
@@ -109,7 +110,8 @@ int run_diagnose(const Options& opt) {
   if (stats.sources.empty()) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
-      d.verdict = "unknown";
+      d.verdict = analyze::VerdictKind::kUnknown;
+      d.reasons = {{"input.none-read", "no input could be read", {}}};
       std::cout << report::render_json(d);
     }
     return 2;
@@ -124,7 +126,20 @@ int run_diagnose(const Options& opt) {
     std::cout << report::render_text(d, to);
   }
   std::cout.flush();
-  return d.verdict == "healthy" ? 0 : 1;
+  return analyze::verdict_exit_code(d.verdict);
+}
+
+int run_rules(const Options& opt) {
+  const auto& rules = analyze::rules();
+  if (opt.format == "json") {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < rules.size(); ++i)
+      arr.push_back({{"order", i + 1}, {"name", rules[i].name}, {"what", rules[i].what}});
+    std::cout << arr.dump(2) << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < rules.size(); ++i) fmt::print("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
+  return 0;
 }
 
 namespace {

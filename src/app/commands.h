@@ -31,6 +31,8 @@ struct Options {
 };
 
 int run_diagnose(const Options& opt);
+// `firstfault rules`: the reasoning rules of analyze, in the order they apply.
+int run_rules(const Options& opt);
 int run_events(const Options& opt);
 int run_kb_check(const Options& opt);
 int run_kb_list(const Options& opt);

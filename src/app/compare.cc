@@ -90,6 +90,7 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
   analyze::JobNumbers numbers{&stats.series, &loaded.engine->metric_aliases(), stats.last_time_us, stats.last_time_clock,
                               std::move(seen_in_control)};
+  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
@@ -174,6 +175,23 @@ int run_diff(const Options& opt) {
     if (!known && (!first_departure || by_position(&t, first_departure))) first_departure = &t;
   }
   analyze::Diagnosis d = diagnose_inputs(*loaded, opt.inputs, in_control, nullptr);
+  // The control must be a healthy run, or its lines are not noise: say so first.
+  analyze::Diagnosis control_d = diagnose_inputs(*loaded, opt.control, {}, nullptr);
+  const bool control_healthy = control_d.verdict == analyze::VerdictKind::kHealthy;
+  std::string control_warning;
+  if (!control_healthy) {
+    control_warning = fmt::format("the control run is not healthy ({}", analyze::verdict_name(control_d.verdict));
+    if (control_d.primary) control_warning += ": " + control_d.primary->title;
+    else if (!control_d.reasons.empty()) control_warning += ": " + control_d.reasons.front().text;
+    control_warning += "); lines it shares with the failed run may be part of the failure";
+  }
+  // The failure's own decisive line first among the new lines.
+  if (d.primary && !d.primary->evidence.empty()) {
+    std::string want = template_::mask(trim(d.primary->evidence[0].text));
+    auto it = std::find_if(fresh.begin(), fresh.end(),
+                           [&](const template_::Template* t) { return template_::mask(trim(t->first_text)) == want; });
+    if (it != fresh.end()) std::rotate(fresh.begin(), it, it + 1);
+  }
   // New lines shortly before the failure, in the same source, are evidence for it.
   if (d.primary && !d.primary->evidence.empty()) {
     // A copy: the push_back below reallocates evidence (heap-use-after-free found by ASan).
@@ -219,10 +237,13 @@ int run_diff(const Options& opt) {
     } else {
       j["first_departure"] = nullptr;
     }
+    j["control_verdict"] = analyze::verdict_name(control_d.verdict);
+    j["control_warning"] = control_warning.empty() ? ordered_json(nullptr) : ordered_json(control_warning);
     j["diagnosis"] = ordered_json::parse(report::render_json(d));
     std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   } else {
     std::string out;
+    if (!control_warning.empty()) out += "WARNING: " + control_warning + "\n\n";
     out += fmt::format("{} lines in the failed run, {} in the control; {} templates are new in the failed run\n\n",
                        failed.miner.lines(), control.miner.lines(), fresh.size());
     if (first_departure) {
@@ -252,7 +273,11 @@ int run_diff(const Options& opt) {
     out += report::render_text(d, to);
     std::cout << out;
   }
-  return fresh.empty() && d.verdict == "healthy" ? 0 : 1;
+  if (!control_healthy) {
+    fmt::print(stderr, "firstfault: {}\n", control_warning);
+    return 3;
+  }
+  return fresh.empty() && d.verdict == analyze::VerdictKind::kHealthy ? 0 : 1;
 }
 
 int run_verify(const Options& opt) {
@@ -275,7 +300,13 @@ int run_verify(const Options& opt) {
   if (after.primary) after_fps.insert(after.primary->fingerprint);
   for (const auto& c : after.collateral) after_fps.insert(c.fingerprint);
   bool original_present = !before_fp.empty() && after_fps.count(before_fp);
-  bool new_failure = after.verdict == "failed" && (!after.primary || after.primary->fingerprint != before_fp);
+  bool new_failure = after.verdict == analyze::VerdictKind::kFailed && (!after.primary || after.primary->fingerprint != before_fp);
+  // Fixed needs the rerun to get past the point where the original failed: its own
+  // completion, or a later step. A rerun cut off before it proves nothing.
+  const analyze::Progress& pb = before.progress;
+  const analyze::Progress& pa = after.progress;
+  auto step = [](double v) { return fmt::format("{}", v); };
+  bool got_past = pa.completed || (pa.last_step && pb.failed_at && *pa.last_step > *pb.failed_at);
   if (!before.primary) {
     outcome = "nothing-to-verify";
     detail = "the --before logs show no failure";
@@ -285,9 +316,26 @@ int run_verify(const Options& opt) {
   } else if (new_failure) {
     outcome = "replaced";
     detail = "the original failure is gone, but the rerun fails differently: " + after.primary->id;
-  } else {
+  } else if (!after.errors.empty()) {
+    outcome = "inconclusive";
+    detail = "part of the rerun's logs was not read (" + after.errors.front() + ")";
+  } else if (got_past) {
     outcome = "fixed";
-    detail = "the original failure (" + before.primary->id + ") and its signature are gone; the rerun is " + after.verdict;
+    detail = "the original failure (" + before.primary->id + ") and its signature are gone, and the rerun " +
+             (pa.completed ? std::string("completed")
+                           : "got past step " + step(*pb.failed_at) + " (to step " + step(*pa.last_step) + ")") +
+             "; the rerun is " + analyze::verdict_name(after.verdict);
+  } else {
+    outcome = "inconclusive";
+    if (pa.last_step && pb.failed_at)
+      detail = "the signature is gone, but the rerun stops at step " + step(*pa.last_step) + "; the original failed at step " +
+               step(*pb.failed_at);
+    else if (pa.last_step)
+      detail = "the signature is gone, but the rerun stops at step " + step(*pa.last_step) +
+               " without completing, and the original's failing step is not known";
+    else
+      detail = std::string("the signature is gone, but the rerun shows neither progress nor completion (") +
+               analyze::verdict_name(after.verdict) + ")";
   }
   // Collateral of the original that is gone or remains.
   std::vector<std::string> collateral_gone, collateral_left;
@@ -302,16 +350,19 @@ int run_verify(const Options& opt) {
         number_changes.push_back(vb.id + ": " + vb.verdict + " -> " + va.verdict + " (" + va.summary + ")");
     }
   }
-  int rc = outcome == "fixed" ? 0 : (outcome == "nothing-to-verify" ? 2 : 1);
+  int rc = outcome == "fixed" ? 0 : outcome == "nothing-to-verify" ? 2 : outcome == "inconclusive" ? 3 : 1;
   if (opt.format == "json") {
     ordered_json j;
     j["schema"] = "firstfault.verify/1";
     j["outcome"] = outcome;
     j["detail"] = detail;
-    j["before"] = {{"verdict", before.verdict},
+    j["before"] = {{"verdict", analyze::verdict_name(before.verdict)},
+                   {"failed_at_step", pb.failed_at ? ordered_json(*pb.failed_at) : ordered_json(nullptr)},
                    {"id", before.primary ? ordered_json(before.primary->id) : ordered_json(nullptr)},
                    {"fingerprint", before_fp.empty() ? ordered_json(nullptr) : ordered_json(before_fp)}};
-    j["after"] = {{"verdict", after.verdict},
+    j["after"] = {{"verdict", analyze::verdict_name(after.verdict)},
+                  {"last_step", pa.last_step ? ordered_json(*pa.last_step) : ordered_json(nullptr)},
+                  {"completed", pa.completed},
                   {"id", after.primary ? ordered_json(after.primary->id) : ordered_json(nullptr)},
                   {"fingerprint", after.primary ? ordered_json(after.primary->fingerprint) : ordered_json(nullptr)}};
     j["collateral_gone"] = collateral_gone;
@@ -321,13 +372,14 @@ int run_verify(const Options& opt) {
   } else {
     std::string word = outcome == "fixed" ? "FIXED" : outcome == "still-failing" ? "STILL FAILING"
                        : outcome == "replaced"                      ? "REPLACED"
+                       : outcome == "inconclusive"                  ? "INCONCLUSIVE"
                                                                     : "NOTHING TO VERIFY";
     std::cout << fmt::format("{}  {}\n", word, detail);
     if (before.primary)
       std::cout << fmt::format("  before: {} [{}] fingerprint {}\n", before.primary->title, before.primary->category, before_fp);
     std::cout << fmt::format("  after:  {}\n", after.primary ? after.primary->title + " [" + after.primary->category +
                                                                    "] fingerprint " + after.primary->fingerprint
-                                                             : after.verdict);
+                                                             : std::string(analyze::verdict_name(after.verdict)));
     if (!collateral_gone.empty()) std::cout << fmt::format("  collateral gone: {}\n", fmt::join(collateral_gone, ", "));
     if (!collateral_left.empty()) std::cout << fmt::format("  collateral still there: {}\n", fmt::join(collateral_left, ", "));
     for (const auto& n : number_changes) std::cout << "  numbers: " << n << "\n";

@@ -22,11 +22,14 @@
 namespace {
 
 constexpr const char* kExitCodes =
-    "Exit codes:\n"
-    "  0  ran; the job looks healthy (no failure found)\n"
-    "  1  ran; a failure or degradation was found\n"
+    "Exit codes (the verdict; `firstfault rules` lists the rules that decide it):\n"
+    "  0  healthy: the log shows the run completing (completion lines, the final step of a known total)\n"
+    "  1  failed (a failure, with its evidence) or degraded (problems while the run kept making progress)\n"
     "  2  could not run: bad arguments, unreadable knowledge base, or no input could be read\n"
-    "     (problems with some inputs are reported on stderr; the others are still diagnosed)\n";
+    "  3  incomplete: no failure found, but the input ends (or was read) short of the run's end:\n"
+    "     a truncated stream, --max-bytes reached, inputs not read, a log that stops at step k of n\n"
+    "  4  unknown: nothing to judge (empty input, nothing that reads as a training or serving log)\n"
+    "  A script that tests for 0 never reads a partial answer as healthy.\n";
 
 }  // namespace
 
@@ -93,6 +96,9 @@ int main(int argc, char** argv) {
   search->add_option("--limit,-n", opt.limit, "Show at most N entries (0 = all)")->capture_default_str();
   search->footer("Exit codes:\n  0  something matched\n  1  nothing matched\n  2  could not run\n");
 
+  auto* rules = app.add_subcommand("rules", "List the reasoning rules behind a verdict, in the order they apply");
+  rules->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
   auto* site = app.add_subcommand(
       "site", "Write the knowledge base as a static HTML encyclopedia (open OUTDIR/index.html; works offline)");
   site->add_option("outdir", opt.out_dir, "Folder to write (created if missing; files in it are overwritten)")
@@ -104,15 +110,19 @@ int main(int argc, char** argv) {
   diff->add_option("--control,-c", opt.control, "Logs of a healthy run of the same job")->required();
   diff->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
-  diff->footer("Exit codes: 0 nothing new and healthy, 1 differences or a failure found, 2 could not run.");
+  diff->footer("Exit codes: 0 nothing new and the failed run healthy, 1 differences or a failure found, 2 could not "
+               "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
+               "trusted.");
 
   auto* verify = app.add_subcommand(
       "verify", "After a fix: is the original failure's signature gone from the rerun?");
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
   verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
   verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  verify->footer("Exit codes: 0 the original failure is gone and no new failure appeared, 1 still failing or "
-                 "replaced by a different failure, 2 could not run (or the --before logs show no failure).");
+  verify->footer("Exit codes: 0 fixed: the original failure's signature is gone and the rerun got past the point "
+                 "where it failed (a later step, or completion); 1 still failing, or replaced by a different failure; "
+                 "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
+                 "the rerun stops before the original's failing step, or was not fully read.");
 
   try {
     app.parse(argc, argv);
@@ -132,6 +142,7 @@ int main(int argc, char** argv) {
   if (explain->parsed()) return ff::app::run_explain(opt);
   if (search->parsed()) return ff::app::run_search(opt);
   if (site->parsed()) return ff::app::run_site(opt);
+  if (rules->parsed()) return ff::app::run_rules(opt);
   if (diff->parsed()) {
     if (diff->count("--limit") == 0) opt.limit = 20;
     return ff::app::run_diff(opt);

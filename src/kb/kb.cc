@@ -25,8 +25,20 @@ const char* role_name(Role role) {
     case Role::kCollateral: return "collateral";
     case Role::kSymptom: return "symptom";
     case Role::kContext: return "context";
+    case Role::kCompletion: return "completion";
   }
   return "root";
+}
+
+const char* precedence_name(Precedence p) {
+  switch (p) {
+    case Precedence::kHardware: return "hardware";
+    case Precedence::kRoot: return "root";
+    case Precedence::kWeak: return "weak";
+    case Precedence::kCollateral: return "collateral";
+    case Precedence::kNone: return "none";
+  }
+  return "none";
 }
 
 const std::vector<std::string>& categories() {
@@ -144,7 +156,8 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
   }
   e.title = c.str(doc, "title", true);
   e.category = c.str(doc, "category", true);
-  if (!e.category.empty() && !contains(categories(), e.category))
+  // "healthy" names the entries whose lines show a run that ended well (role completion).
+  if (!e.category.empty() && !contains(categories(), e.category) && e.category != "healthy")
     c.fail(doc["category"], "category", "unknown category '" + e.category + "'");
   e.severity = c.str(doc, "severity", true);
   if (!e.severity.empty() && !contains({"fatal", "error", "warning", "info"}, e.severity))
@@ -198,7 +211,25 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
       else if (role == "collateral") pat.role = Role::kCollateral;
       else if (role == "symptom") pat.role = Role::kSymptom;
       else if (role == "context") pat.role = Role::kContext;
-      else if (!role.empty()) c.fail(p["role"], field + ".role", "must be root, collateral, symptom or context");
+      else if (role == "completion") pat.role = Role::kCompletion;
+      else if (!role.empty())
+        c.fail(p["role"], field + ".role", "must be root, collateral, symptom, context or completion");
+      pat.precedence = pat.role == Role::kRoot         ? Precedence::kRoot
+                       : pat.role == Role::kCollateral ? Precedence::kCollateral
+                                                       : Precedence::kNone;
+      if (p["precedence"]) {
+        std::string prec = c.str(p, "precedence", true);
+        static const std::pair<const char*, Precedence> kPrec[] = {{"hardware", Precedence::kHardware},
+                                                                   {"root", Precedence::kRoot},
+                                                                   {"weak", Precedence::kWeak},
+                                                                   {"collateral", Precedence::kCollateral},
+                                                                   {"none", Precedence::kNone}};
+        auto it = std::find_if(std::begin(kPrec), std::end(kPrec), [&](const auto& x) { return prec == x.first; });
+        if (it == std::end(kPrec)) c.fail(p["precedence"], field + ".precedence", "must be hardware, root, weak, collateral or none");
+        else if (pat.role != Role::kRoot && pat.role != Role::kCollateral && it->second != Precedence::kNone)
+          c.fail(p["precedence"], field + ".precedence", "only a root or collateral pattern can be a failure");
+        else pat.precedence = it->second;
+      }
       bool has_rx = p["regex"].IsDefined(), has_lit = p["literal"].IsDefined();
       if (has_rx == has_lit) {
         c.fail(p, field, "needs exactly one of 'regex' or 'literal'");
@@ -222,6 +253,17 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
         if (!why.empty()) c.fail(p[has_rx ? "regex" : "literal"], field + (has_rx ? ".regex" : ".literal"), why);
       }
       e.patterns.push_back(std::move(pat));
+    }
+  }
+  {
+    // A completion entry (category healthy) holds only completion patterns, and a
+    // completion pattern belongs to such an entry: the two meanings never mix.
+    bool healthy = e.category == "healthy";
+    for (size_t i = 0; i < e.patterns.size(); ++i) {
+      if ((e.patterns[i].role == Role::kCompletion) != healthy)
+        c.fail(doc["patterns"][i], "patterns[" + std::to_string(i) + "].role",
+               healthy ? "an entry of category healthy holds only completion patterns"
+                       : "a completion pattern belongs in an entry of category healthy");
     }
   }
 
@@ -349,11 +391,16 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
           }
         }
       }
-      if (m.keys.empty() && m.units.empty()) c.fail(ms[i], field, "needs keys or units");
+      m.total_of = c.str(ms[i], "total_of", false);
+      if (m.keys.empty() && m.units.empty() && m.total_of.empty()) c.fail(ms[i], field, "needs keys, units or total_of");
       auto same = std::find_if(kb.metric_specs.begin(), kb.metric_specs.end(), [&](const MetricSpec& x) { return x.name == m.name; });
       if (same != kb.metric_specs.end()) *same = std::move(m);
       else kb.metric_specs.push_back(std::move(m));
     }
+  }
+  if (YAML::Node td = doc["teardown"]; td && td.IsSequence()) {
+    for (const auto& t : c.list(doc, "teardown", false))
+      if (!contains(kb.teardown_exceptions, t)) kb.teardown_exceptions.push_back(t);
   }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
@@ -425,14 +472,14 @@ namespace {
 // bytes left, so a short or damaged file is noticed and the YAML parsed instead.
 
 constexpr const char* kCacheMagic = "ffkb";
-constexpr const char* kCacheVersion = "kbcache-5";
+constexpr const char* kCacheVersion = "kbcache-6";
 
 // One field list per type serves both directions, so the writer and the reader cannot
 // disagree on the layout.
 template <typename T, typename U>
 concept Is = std::is_same_v<std::remove_const_t<T>, U>;
 
-void fields(auto& io, Is<Pattern> auto& p) { io(p.id, p.role, p.regex, p.literal, p.priority, p.line); }
+void fields(auto& io, Is<Pattern> auto& p) { io(p.id, p.role, p.regex, p.literal, p.priority, p.precedence, p.line); }
 void fields(auto& io, Is<Example> auto& x) { io(x.text, x.captures, x.line); }
 void fields(auto& io, Is<Symptom> auto& s) { io(s.symptom, s.why); }
 void fields(auto& io, Is<Reference> auto& r) { io(r.url, r.note); }
@@ -451,10 +498,10 @@ void fields(auto& io, Is<PrefixFormat> auto& f) { io(f.id, f.regex, f.consume, f
 void fields(auto& io, Is<ExceptionRule> auto& r) { io(r.type, r.category); }
 void fields(auto& io, Is<FrameRule> auto& r) { io(r.path, r.category); }
 void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
-void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units); }
+void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
   io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs,
-     kb.exception_default_category);
+     kb.exception_default_category, kb.teardown_exceptions);
 }
 void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
 void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }
@@ -480,6 +527,7 @@ class CacheWriter {
   void put(double v) { scalar(v); }
   void put(bool v) { scalar(static_cast<uint8_t>(v)); }
   void put(Role v) { scalar(static_cast<uint8_t>(v)); }
+  void put(Precedence v) { scalar(static_cast<uint8_t>(v)); }
   void put(ErrorCode v) { scalar(static_cast<uint8_t>(v)); }
   void put(const std::string& s) {
     put(static_cast<uint32_t>(s.size()));
@@ -548,7 +596,8 @@ class CacheReader {
     if (b > 1) ok_ = false;
     v = b == 1;
   }
-  void get(Role& v) { enumerator(v, Role::kContext); }
+  void get(Role& v) { enumerator(v, Role::kCompletion); }
+  void get(Precedence& v) { enumerator(v, Precedence::kNone); }
   void get(ErrorCode& v) { enumerator(v, ErrorCode::kInternal); }
   void get(std::string_view& s) {
     uint32_t n = 0;

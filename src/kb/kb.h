@@ -23,8 +23,21 @@
 
 namespace ff::kb {
 
-enum class Role { kRoot, kCollateral, kSymptom, kContext };
+// What a pattern's line means to the reasoning (kb/README.md). kCompletion: the run
+// reached its end (a framework's own completion line); positive evidence for `healthy`.
+enum class Role { kRoot, kCollateral, kSymptom, kContext, kCompletion };
 const char* role_name(Role role);
+
+// How strongly a pattern's line claims to be the job's first failure, best first
+// (`precedence:` in an entry; analyze orders candidate incidents by it before time).
+//   hardware    a host hard fault (Xid, ECC, fallen off the bus): outranks everything
+//   root        a recognised failure on a rank's own lines
+//   weak        a failure that is usually a consequence (timeouts, generic OS errors)
+//   collateral  the effect of a failure elsewhere (peer lost, watchdog timeout)
+//   none        never a failure by itself (symptoms, context, completion)
+// Default: root for role root, collateral for role collateral, none otherwise.
+enum class Precedence { kHardware, kRoot, kWeak, kCollateral, kNone };
+const char* precedence_name(Precedence p);
 
 // The 14 stable categories of DESIGN.md.
 const std::vector<std::string>& categories();
@@ -35,7 +48,8 @@ struct Pattern {
   Role role = Role::kRoot;
   std::string regex;       // RE2 syntax; literals are stored escaped here
   std::string literal;     // the literal text when the pattern was given as `literal`
-  int priority = 0;
+  int priority = 0;        // breaks ties between entries matching one line
+  Precedence precedence = Precedence::kRoot;
   int line = 0;            // line in the YAML file, for messages
 
   bool operator==(const Pattern&) const = default;
@@ -142,6 +156,9 @@ struct MetricSpec {
   std::string name;
   std::vector<std::string> keys;
   std::vector<MetricUnit> units;
+  // The metric is the total after another metric's slash ("step 16/80": total_of step):
+  // how far the run means to go, so a log that stops short of it is incomplete.
+  std::string total_of;
 
   bool operator==(const MetricSpec&) const = default;
 };
@@ -154,6 +171,9 @@ struct KnowledgeBase {
   std::vector<FrameRule> frames;
   std::vector<MetricSpec> metric_specs;
   std::string exception_default_category = "model-code";
+  // Exception types that are a reaction, not a failure of their own (the launcher's
+  // ChildFailedError, KeyboardInterrupt, SystemExit): kb/formats/exceptions.yaml `teardown`.
+  std::vector<std::string> teardown_exceptions;
   uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
 
   const Entry* find(std::string_view id) const;

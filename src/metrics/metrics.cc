@@ -101,6 +101,9 @@ Aliases Aliases::from_kb(const std::vector<kb::MetricSpec>& specs) {
     for (const auto& u : s.units) a.units_.insert(u.unit, id, u.scale);
   }
   a.loss_ = a.id("loss");
+  for (const auto& s : specs) {
+    if (s.total_of == "step" && a.step_ != kNoMetric) a.step_total_ = a.id(s.name);
+  }
   if (const auto* u = a.units_.find("")) a.has_empty_unit_ = true, a.empty_unit_ = *u;
   return a;
 }
@@ -416,16 +419,20 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     size_t end = i + n;
     // Not a number if a letter or '_' follows directly, except a unit ("9.5it/s", "43ms").
     std::string_view key = key_before(s, i, floor);
-    // The unit right after the number: "ms/step", "it/s", "tokens/s", "GiB".
-    size_t u = end;
-    while (u < s.size() && s[u] == ' ' && u - end < 1) ++u;
-    size_t ue = u;
-    while (ue < s.size() && !is_sep(s[ue]) && s[ue] != ' ' && s[ue] != ']') ++ue;
-    std::string_view unit = s.substr(u, ue - u);
-    on_look(end, std::min(s.size(), ue + 1));
     MetricId m = kNoMetric;
     double scale = 1.0;
     if (!key.empty()) m = metric_of_key(a, key);
+    // A step followed by "/total": the total is a token of its own (below), so nothing
+    // here may look past the slash, or a kept shape would depend on the total's digits.
+    const bool step_of_total = m != kNoMetric && m == a.step() && a.step_total() != kNoMetric && end < s.size() &&
+                               s[end] == '/';
+    // The unit right after the number: "ms/step", "it/s", "tokens/s", "GiB".
+    size_t u = end;
+    while (!step_of_total && u < s.size() && s[u] == ' ' && u - end < 1) ++u;
+    size_t ue = u;
+    while (!step_of_total && ue < s.size() && !is_sep(s[ue]) && s[ue] != ' ' && s[ue] != ']') ++ue;
+    std::string_view unit = s.substr(u, ue - u);
+    on_look(end, std::min(s.size(), ue + 1));
     // by_unit(unit) and unit_scale(unit), in one lookup (none for the usual empty unit).
     MetricId unit_metric = kNoMetric;
     double unit_scale = 1.0;
@@ -434,14 +441,21 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
       m = unit_metric;
       scale = unit_scale;
     }
-    // "step 12/60", "iteration 100/ 500000": the total after the slash is not a value.
+    // "step 12/60", "iteration 100/ 500000": the total after the slash is not a value of
+    // the key; after a step it is the run's total (Aliases::step_total), a token of its own.
     size_t next = end;
+    size_t total_at = 0, total_n = 0;
+    double total = 0;
     if (next < s.size() && s[next] == '/') {
       size_t k = next + 1;
       while (k < s.size() && s[k] == ' ') ++k;
-      double total;
       size_t tn = read_number(s, k, total);
-      on_look(next, number_reach(s, k));
+      if (tn > 0 && step_of_total && std::isfinite(total) &&
+          !(tn == 1 && (s[k] == '-' || s[k] == '+' || s[k] == '.'))) {
+        total_at = k, total_n = tn;  // read as a slot: its bytes are the slot's, not the shape's
+      } else {
+        on_look(next, number_reach(s, k));
+      }
       if (tn > 0) next = k + tn;
     }
     if (m != kNoMetric) {
@@ -462,6 +476,10 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
       if (close != std::string_view::npos) next = close + 1;
     }
     on_token(i, end, m, scale);
+    if (total_n > 0) {
+      out.samples.push_back({a.step_total(), total});
+      on_token(total_at, total_at + total_n, a.step_total(), 1.0);
+    }
     floor = next;
     i = next;
   }

@@ -49,6 +49,8 @@ class Aliases {
   size_t size() const { return names_.size(); }
   MetricId step() const { return step_; }
   MetricId loss() const { return loss_; }
+  // The metric holding the total after a step's slash ("step 16/80"), or kNoMetric.
+  MetricId step_total() const { return step_total_; }
   // The longest key: a longer text names no metric.
   size_t max_key_size() const { return max_key_; }
 
@@ -80,6 +82,7 @@ class Aliases {
   Table units_;
   MetricId step_ = kNoMetric;
   MetricId loss_ = kNoMetric;
+  MetricId step_total_ = kNoMetric;
   size_t max_key_ = 0;
   bool has_empty_unit_ = false;
   std::pair<MetricId, double> empty_unit_{kNoMetric, 1.0};

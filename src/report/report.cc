@@ -9,6 +9,12 @@ namespace ff::report {
 
 using analyze::Diagnosis;
 using analyze::Evidence;
+using analyze::Progress;
+using analyze::RankSource;
+using analyze::VerdictKind;
+using analyze::verdict_name;
+using analyze::verdict_exit_code;
+using analyze::rank_source_name;
 using nlohmann::ordered_json;
 
 namespace {
@@ -58,10 +64,23 @@ std::string trimmed(const std::string& s) {
 
 }  // namespace
 
+const char* const kSchema = "firstfault.diagnosis/2";
+
 std::string render_json(const Diagnosis& d, int indent) {
   ordered_json j;
-  j["schema"] = "firstfault.diagnosis/1";
-  j["verdict"] = d.verdict;
+  j["schema"] = kSchema;
+  j["verdict"] = verdict_name(d.verdict);
+  j["exit_code"] = verdict_exit_code(d.verdict);
+  j["reasons"] = ordered_json::array();
+  for (const auto& r : d.reasons) {
+    ordered_json rj;
+    rj["rule"] = r.rule;
+    rj["text"] = r.text;
+    rj["source"] = r.evidence ? ordered_json(r.evidence->source) : ordered_json(nullptr);
+    rj["line"] = r.evidence ? ordered_json(r.evidence->line) : ordered_json(nullptr);
+    rj["evidence"] = r.evidence ? ordered_json(r.evidence->text) : ordered_json(nullptr);
+    j["reasons"].push_back(std::move(rj));
+  }
   if (d.primary) {
     const auto& p = *d.primary;
     ordered_json pj;
@@ -75,6 +94,7 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["gpu"] = opt(p.gpu);
     pj["time"] = str_or_null(p.time);
     pj["rank_source"] = str_or_null(p.rank_source);
+    pj["rank_rule"] = p.rank_how == RankSource::kNone ? ordered_json(nullptr) : ordered_json(rank_source_name(p.rank_how));
     pj["exception_type"] = str_or_null(p.exception_type);
     pj["node_source"] = str_or_null(p.node_source);
     pj["fingerprint"] = str_or_null(p.fingerprint);
@@ -204,6 +224,27 @@ std::string render_json(const Diagnosis& d, int indent) {
   inputs["errors"] = d.errors;
   inputs["notes"] = d.notes;
   j["inputs"] = inputs;
+  const Progress& pg = d.progress;
+  ordered_json progress;
+  progress["ranks"] = pg.ranks;
+  progress["last_step"] = opt(pg.last_step);
+  progress["min_last_step"] = opt(pg.min_last_step);
+  progress["total"] = opt(pg.total);
+  progress["last_time"] = str_or_null(pg.last_time);
+  progress["failed_at_step"] = opt(pg.failed_at);
+  progress["completed"] = pg.completed;
+  progress["completion"] = ordered_json::array();
+  for (const auto& e : pg.completion) progress["completion"].push_back({{"source", e.source}, {"line", e.line}, {"text", e.text}});
+  j["progress"] = std::move(progress);
+  j["recovered"] = ordered_json::array();
+  for (const auto& r : d.recovered) {
+    j["recovered"].push_back({{"id", r.id},
+                              {"rank", opt(r.rank)},
+                              {"steps_after", r.steps_after},
+                              {"source", r.evidence.source},
+                              {"line", r.evidence.line},
+                              {"text", r.evidence.text}});
+  }
   return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
@@ -212,8 +253,10 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     return o.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
   };
   std::string out;
-  std::string verdict_colour = d.verdict == "failed" ? "1;31" : d.verdict == "healthy" ? "1;32" : "1;33";
-  std::string upper = d.verdict;
+  std::string verdict_colour = d.verdict == VerdictKind::kFailed    ? "1;31"
+                               : d.verdict == VerdictKind::kHealthy ? "1;32"
+                                                                    : "1;33";
+  std::string upper = verdict_name(d.verdict);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (d.primary) {
     const auto& p = *d.primary;
@@ -249,7 +292,15 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     }
     if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), trimmed(p.verify));
   } else {
+    // No failure: the verdict says how much that means, and its reasons say why.
     out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
+    for (const auto& r : d.reasons) {
+      out += fmt::format("  - {}\n", r.text);
+      if (r.evidence) out += fmt::format("    {}:{}  {}\n", r.evidence->source, r.evidence->line, r.evidence->text);
+    }
+  }
+  if (d.primary && d.reasons.size() > 1) {
+    for (size_t i = 1; i < d.reasons.size(); ++i) out += fmt::format("  note: {}\n", d.reasons[i].text);
   }
   if (!d.collateral.empty()) {
     std::string origin = d.primary && d.primary->rank ? fmt::format(" on rank {}", *d.primary->rank) : "";

@@ -1,7 +1,8 @@
 // report/report.h — Diagnosis -> text for a terminal, or the JSON contract.
 //
 // Renderers take only the Diagnosis model, so the views can never disagree on content.
-// The JSON schema is versioned ("firstfault.diagnosis/1"); fields are only added.
+// The JSON schema is versioned (kSchema, "firstfault.diagnosis/2"); fields are only added
+// within a version (docs/json-output.md).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -17,6 +18,7 @@ struct TextOptions {
 };
 
 std::string render_text(const analyze::Diagnosis& d, const TextOptions& options = {});
+extern const char* const kSchema;
 std::string render_json(const analyze::Diagnosis& d, int indent = 2);
 
 }  // namespace ff::report

@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   d.notes = stats.notes;
   std::string json = ff::report::render_json(d);
   nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j["schema"] != "firstfault.diagnosis/1") __builtin_trap();
+  if (j.is_discarded() || !j.is_object() || j["schema"] != "firstfault.diagnosis/2") __builtin_trap();
   (void)ff::report::render_text(d, {});
   return 0;
 }
