@@ -136,7 +136,12 @@ bool more_specific(const Event* a, const Event* b) {
 
 // The better of two KB hits for naming an incident: on one line the most specific; on
 // different lines of a traceback, a root over a collateral, then the final exception.
+// A hit whose pattern captures `exception` only says "an exception line" (kb/README.md,
+// the capture vocabulary): any other hit names an incident better.
+bool is_exception_line_hit(const Event* e) { return e->captures.count("exception") > 0; }
+
 bool better_hit(const Event* a, const Event* b) {
+  if (is_exception_line_hit(a) != is_exception_line_hit(b)) return is_exception_line_hit(b);
   if (a->line == b->line && a->source == b->source) return more_specific(a, b);
   auto role_rank = [](kb::Role r) {
     switch (r) {
@@ -495,7 +500,12 @@ void name_incidents(Ctx& c) {
       if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line || inc.hit->chained_cause)
         inc.decisive = inc.hit;
     }
-    if (inc.entry) {
+    if (inc.entry && is_exception_line_hit(inc.hit)) {
+      // A bare exception line ("ValueError: ..."), or a traceback no specific entry
+      // names: the crash of that type, named as an unrecognised traceback would be.
+      if (inc.exc_type.empty()) inc.exc_type = inc.hit->captures.at("exception");
+      name_unrecognised(c, inc, dec);
+    } else if (inc.entry) {
       inc.id = inc.entry->id;
       inc.title = inc.entry->title;
       inc.category = inc.entry->category;
