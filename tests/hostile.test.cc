@@ -562,8 +562,9 @@ TEST_F(Hostile, MillionDistinctRanks) {
   {
     std::ofstream out(dir_ / "ranks.log", std::ios::binary);
     for (int n = 0; n < 1000000; ++n) out << "[rank" << n << "]: x\n";
-    // The same number of ranks reporting a peer failure each.
-    for (int n = 0; n < 1000000; n += 10) out << "[rank" << n << "]: RuntimeError: Connection reset by peer\n";
+    // A tenth of the ranks print one more line each (no pattern matches it: this test is
+    // about per-rank state; hits cost memory per chunk, bounded by the chunks in flight).
+    for (int n = 0; n < 1000000; n += 10) out << "[rank" << n << "]: lost contact with peer\n";
   }
   if (kSanitized) asan_extra_ = "quarantine_size_mb=8";
   Outcome r;

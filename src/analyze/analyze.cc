@@ -387,6 +387,12 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
   }
 }
 
+struct IdentityMaps {
+  std::map<int, std::string> rank_node;
+  std::map<std::pair<std::string, int>, int> pid_rank;
+  std::set<std::string> nodes;
+};
+
 // Everything the rules share while one diagnosis is made.
 struct Ctx {
   const std::vector<Event>& events;
@@ -407,6 +413,7 @@ struct Ctx {
   std::string rank_source;
   std::string node, node_source;
   std::optional<Hang> hang;
+  std::optional<IdentityMaps> identity;  // identity_maps(), once
 
   bool on(Rule r) const { return rules.on(r); }
   void reason(Rule r, std::string text, const Event* e = nullptr) {
@@ -690,15 +697,11 @@ std::optional<RankAnswer> rank_all_alike(Ctx& c) {
   return RankAnswer{-1, RankSource::kAllAlike, "all " + std::to_string(world.size()) + " ranks failed alike at the same time"};
 }
 
-struct IdentityMaps {
-  std::map<int, std::string> rank_node;
-  std::map<std::pair<std::string, int>, int> pid_rank;
-  std::set<std::string> nodes;
-};
-
-// Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table.
-IdentityMaps identity_maps(const Ctx& c) {
-  IdentityMaps m;
+// Identity maps the log states (rank -> node, (node, pid) -> rank), plus torchrun's table;
+// made once per diagnosis (a job of a million ranks has a million-entry map).
+const IdentityMaps& identity_maps(Ctx& c) {
+  if (c.identity) return *c.identity;
+  IdentityMaps& m = c.identity.emplace();
   for (const auto& s : c.sources) {
     m.rank_node.insert(s.rank_node.begin(), s.rank_node.end());
     m.pid_rank.insert(s.pid_rank.begin(), s.pid_rank.end());
@@ -715,7 +718,7 @@ IdentityMaps identity_maps(const Ctx& c) {
 std::optional<RankAnswer> rank_pid_map(Ctx& c) {
   const Event& de = *c.primary->decisive;
   if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.node.empty() || de.pid < 0) return std::nullopt;
-  IdentityMaps m = identity_maps(c);
+  const IdentityMaps& m = identity_maps(c);
   auto it = m.pid_rank.find({de.node, de.pid});
   if (it == m.pid_rank.end()) return std::nullopt;
   return RankAnswer{it->second, RankSource::kPidMap,
@@ -765,7 +768,7 @@ void attribute_rank(Ctx& c) {
   }
   c.node_source = c.node.empty() ? "" : "log line";
   if (c.on(Rule::kNodeFromRank) && c.node.empty() && c.rank >= 0) {
-    IdentityMaps m = identity_maps(c);
+    const IdentityMaps& m = identity_maps(c);
     auto it = m.rank_node.find(c.rank);
     if (it != m.rank_node.end()) {
       c.node = it->second;

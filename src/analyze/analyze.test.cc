@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace ff::analyze {
 namespace {
 
@@ -9,11 +11,11 @@ using record::Event;
 using record::EventKind;
 
 std::string entry_yaml(const std::string& id, const std::string& category, const std::string& severity = "fatal",
-                       const std::string& precedence = "") {
+                       const std::string& precedence = "", const std::string& role = "root") {
   return "id: " + id + "\ntitle: " + id + "\ncategory: " + category + "\nseverity: " + severity +
          "\nphase: any\nframeworks: [x]\nsummary: s\nmechanism: m\naffected: [any]\nconfirm: [c]\n"
          "root_cause: r\nfix: [f]\nverify: v\n"
-         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: root, " +
+         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: " + role + ", " +
          (precedence.empty() ? "" : "precedence: " + precedence + ", ") + "literal: '" + id +
          " marker'}\nexamples: ['" + id + " marker']\n";
 }
@@ -24,7 +26,9 @@ kb::KnowledgeBase test_kb() {
                      {"c.yaml", entry_yaml("t.xid", "hardware", "fatal", "hardware")},
                      {"d.yaml", entry_yaml("t.timeout", "hang")},
                      {"e.yaml", entry_yaml("t.warn", "numerical", "warning")},
-                     {"formats/exceptions.yaml", "exceptions:\n  - {type: OSError, category: storage}\n"
+                     {"f.yaml", entry_yaml("t.nan", "numerical")},
+                     {"g.yaml", entry_yaml("t.slow", "hang", "error", "", "symptom")},
+                     {"formats/exceptions.yaml", "teardown: [KeyboardInterrupt]\nexceptions:\n  - {type: OSError, category: storage}\n"
                                                  "frames:\n  - {path: torch/utils/data/, category: data-pipeline}\n"}});
   EXPECT_TRUE(r.errors.empty());
   return std::move(r.kb);
@@ -183,6 +187,144 @@ TEST(Diagnose, RankFromLauncherSummaryWhenTheLineHasNone) {
   Diagnosis d = diagnose({root, lf, lf2}, one_source(), kb);
   EXPECT_EQ(d.primary->rank, 6);
   EXPECT_EQ(d.primary->rank_source, "launcher summary (same error text)");
+}
+
+Event exception(const std::string& type, uint64_t first, uint64_t last, int rank = -1) {
+  Event e;
+  e.kind = EventKind::kException;
+  e.line = last;
+  e.rank = rank;
+  e.exc_type = type;
+  e.text = type + ": boom";
+  e.traceback_first = first;
+  e.traceback_last = last;
+  return e;
+}
+
+// incident.teardown-is-collateral: the user's Ctrl-C before a real (weak) crash is not it.
+TEST(Rules, ATeardownTracebackIsCollateral) {
+  kb::KnowledgeBase kb = test_kb();
+  Diagnosis d = diagnose({exception("KeyboardInterrupt", 1, 3), exception("OSError", 5, 8)}, one_source(), kb);
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->id, "unrecognized.OSError");
+}
+
+// incident.unrecognised-crash: a traceback whose only hit is a symptom is its exception's crash.
+TEST(Rules, ATracebackWithOnlyASymptomHitIsItsCrash) {
+  kb::KnowledgeBase kb = test_kb();
+  Event sym = hit("t.slow", kb::Role::kSymptom, 10, -1);
+  sym.traceback_first = 9;
+  sym.traceback_last = 12;
+  sym.exception_line = true;
+  Diagnosis d = diagnose({exception("OSError", 9, 12), sym}, one_source(), kb);
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->id, "unrecognized.OSError");
+  EXPECT_EQ(d.verdict, VerdictKind::kFailed);
+}
+
+// rank.all-alike: every rank failing alike at the same time names no rank.
+TEST(Rules, EveryRankFailingAlikeNamesNoRank) {
+  kb::KnowledgeBase kb = test_kb();
+  auto src = one_source();
+  src[0].ranks = {0, 1};
+  Diagnosis d = diagnose({hit("t.nan", kb::Role::kRoot, 4, 0, 1000), hit("t.nan", kb::Role::kRoot, 5, 1, 1200)}, src, kb);
+  ASSERT_TRUE(d.primary);
+  EXPECT_FALSE(d.primary->rank.has_value());
+  EXPECT_EQ(d.primary->rank_how, RankSource::kAllAlike);
+}
+
+// rank.pid-map: NCCL's host:pid on the line, mapped to a rank by the log's own lines.
+TEST(Rules, TheProcessIdMapsToARank) {
+  kb::KnowledgeBase kb = test_kb();
+  Event e = hit("t.oom", kb::Role::kRoot, 4, -1);
+  e.node = "gpu-03";
+  e.pid = 29880;
+  auto src = one_source();
+  src[0].pid_rank = {{{"gpu-03", 29880}, 5}};
+  Diagnosis d = diagnose({e}, src, kb);
+  EXPECT_EQ(d.primary->rank, 5);
+  EXPECT_EQ(d.primary->rank_how, RankSource::kPidMap);
+}
+
+// rank.local-single-node: the local rank is the rank when the job has one node.
+TEST(Rules, TheLocalRankOnASingleNodeJob) {
+  kb::KnowledgeBase kb = test_kb();
+  Event e = hit("t.oom", kb::Role::kRoot, 4, -1);
+  e.local_rank = 2;
+  Diagnosis d = diagnose({e}, one_source(), kb);
+  EXPECT_EQ(d.primary->rank, 2);
+  EXPECT_EQ(d.primary->rank_how, RankSource::kLocalRankSingleNode);
+}
+
+struct Numbers {
+  kb::KnowledgeBase full = kb::load(kb::embedded_files()).kb;
+  metrics::Aliases aliases = metrics::Aliases::from_kb(full.metric_specs);
+  metrics::SeriesSet series;
+  void add(int rank, double step, const char* metric, double value) {
+    metrics::ProgressLine p;
+    p.has_step = true;
+    p.step = step;
+    p.samples.push_back({aliases.id(metric), value});
+    series.add(rank, p, 0, uint64_t(step), int64_t(step) * 1000000);
+  }
+  JobNumbers job() {
+    JobNumbers n;
+    n.series = &series;
+    n.aliases = &aliases;
+    return n;
+  }
+};
+
+// series.confirm: a numerical failure line with a non-finite loss in the numbers.
+TEST(Rules, ANonFiniteLossConfirmsANumericalFailure) {
+  kb::KnowledgeBase kb = test_kb();
+  Numbers n;
+  for (int s = 1; s <= 5; ++s) n.add(0, s, "loss", s < 5 ? 1.0 : std::nan(""));
+  Diagnosis d = diagnose({hit("t.nan", kb::Role::kRoot, 40, 0)}, one_source(), kb, n.job());
+  ASSERT_TRUE(d.primary);
+  EXPECT_GE(d.primary->confidence, 0.95);
+  EXPECT_GT(d.primary->evidence.size(), 1u);
+}
+
+// series.loss-scale-terminal: a loss scale halving to its floor, with no error line.
+TEST(Rules, ACollapsedLossScaleIsAFailureWithoutAnErrorLine) {
+  kb::KnowledgeBase kb = test_kb();
+  Numbers n;
+  double scale = 65536;
+  for (int s = 1; s <= 20; ++s, scale = std::max(1.0, scale / 2)) n.add(0, s, "loss_scale", scale);
+  Diagnosis d = diagnose({}, one_source(), kb, n.job());
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->id, "series.loss-scale-terminal");
+  EXPECT_EQ(d.verdict, VerdictKind::kFailed);
+}
+
+// verdict.degraded-symptoms: an error-severity warning while no failure.
+TEST(Rules, AnErrorSeverityWarningIsDegraded) {
+  kb::KnowledgeBase kb = test_kb();
+  Diagnosis d = diagnose({hit("t.slow", kb::Role::kSymptom, 3, 0)}, one_source(), kb);
+  EXPECT_EQ(d.verdict, VerdictKind::kDegraded);
+  EXPECT_EQ(d.reasons.back().rule, "verdict.degraded-symptoms");
+}
+
+// verdict.degraded-series: one rank much slower than the others.
+TEST(Rules, AStragglerRankIsDegraded) {
+  kb::KnowledgeBase kb = test_kb();
+  Numbers n;
+  for (int r = 0; r < 4; ++r)
+    for (int s = 1; s <= 6; ++s) n.add(r, s, "step_time_ms", r == 3 ? 400 : 100);
+  Diagnosis d = diagnose({}, one_source(), kb, n.job());
+  EXPECT_EQ(d.verdict, VerdictKind::kDegraded);
+  EXPECT_EQ(d.reasons.back().rule, "verdict.degraded-series");
+}
+
+// A rule switched off by name is off; an unknown name is reported.
+TEST(Rules, SwitchesTakeNamesAndReportUnknownOnes) {
+  RuleSwitches s;
+  EXPECT_TRUE(s.on(Rule::kRecovered));
+  auto unknown = s.disable("order.recovered, no.such-rule");
+  EXPECT_FALSE(s.on(Rule::kRecovered));
+  EXPECT_EQ(unknown, std::vector<std::string>{"no.such-rule"});
+  EXPECT_EQ(rules().size(), static_cast<size_t>(Rule::kCount));
 }
 
 }  // namespace
