@@ -573,3 +573,23 @@ TEST_F(Hostile, MillionDistinctRanks) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 14: NCCL lines with a rank prefix state (node, pid) facts; the scan kept the node
+// as a view into the line-cleaning buffer, which a longer line that needs cleaning (here
+// an ANSI colour) reallocates: the next line's lookup read freed memory. ASan (make
+// test-asan) aborts on it; valgrind showed "Invalid read" in the unordered_set lookup.
+TEST_F(Hostile, PidFactsOutliveTheCleaningBuffer) {
+  const std::string l = "[1,2]<stdout>:gpu-03:29880:30398 [0] NCCL \x1b[33mWARN\x1b[0m m";
+  std::string log = l + " x\n" + l + " " + std::string(500, '0') + "\n" + l + " x\n";
+  // Longer and longer lines, so the buffer grows (and moves) several times.
+  for (size_t n = 1000; n < (1u << 20); n *= 2) log += l + " " + std::string(n, '1') + "\n" + l + " y\n";
+  write_file(dir_ / "uaf.log", log);
+  Outcome r = run({"diagnose", path("uaf.log")});
+  EXPECT_LE(r.rc, 1) << r.err;
+  json j = diagnose({path("uaf.log"), kKilledLog}, &r, 60 * kSlow);
+  expect_killed_rank1(j, r);
+}
+
+}  // namespace

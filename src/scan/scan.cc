@@ -378,8 +378,12 @@ class LineWorker {
           pr.node_fact = true;
           r.facts.push_back(Fact{static_cast<uint32_t>(i), false, rec.rank, -1, std::string(rec.node)});
         }
-        if (rec.pid >= 0 && pid_facts_.emplace(rec.node, rec.pid).second)
+        // Looked up by view, stored as a copy: rec.node may point into clean_, which the
+        // next line's cleaning overwrites or reallocates (a view kept here read freed memory).
+        if (rec.pid >= 0 && pid_facts_.find(PidKeyView{rec.node, rec.pid}) == pid_facts_.end()) {
+          pid_facts_.emplace(std::string(rec.node), rec.pid);
           r.facts.push_back(Fact{static_cast<uint32_t>(i), true, rec.rank, rec.pid, std::string(rec.node)});
+        }
       }
       if (rec.time_us != record::kNoTime) {
         ++r.lines_with_time;
@@ -436,9 +440,22 @@ class LineWorker {
     bool seen = false, name_rank = false, node_fact = false;
     TimeMark time;  // the last time on this stream so far in the chunk
   };
+  // (node, pid) facts already stated in the chunk. The set owns its node strings and is
+  // searched with views (transparent hash and equality), so a line costs no allocation.
+  using PidKey = std::pair<std::string, int>;
+  using PidKeyView = std::pair<std::string_view, int>;
   struct PidKeyHash {
-    size_t operator()(const std::pair<std::string_view, int>& k) const {
+    using is_transparent = void;
+    size_t operator()(const PidKeyView& k) const {
       return std::hash<std::string_view>()(k.first) ^ (static_cast<size_t>(k.second) * 0x9e3779b97f4a7c15ull);
+    }
+    size_t operator()(const PidKey& k) const { return (*this)(PidKeyView{k.first, k.second}); }
+  };
+  struct PidKeyEq {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return a.second == b.second && std::string_view(a.first) == std::string_view(b.first);
     }
   };
 
@@ -555,7 +572,7 @@ class LineWorker {
   RankIndex slots_;
   std::vector<PerRank> per_rank_;
   std::unordered_map<uint32_t, uint64_t> local_hits_;
-  std::unordered_set<std::pair<std::string_view, int>, PidKeyHash> pid_facts_;
+  std::unordered_set<PidKey, PidKeyHash, PidKeyEq> pid_facts_;
   std::string joined_;            // the chunk's messages, each ended by '\n'
   std::vector<uint32_t> ends_;    // offset of each message's '\n' in joined_
   std::vector<uint32_t> candidates_, hit_lines_;
