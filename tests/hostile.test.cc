@@ -113,8 +113,9 @@ class Hostile : public ::testing::Test {
 
   // Runs firstfault with `args`; killed after `deadline_s`. `in_child` runs in the child
   // before exec (to drop privileges); it returns false to make the child exit 77.
+  // `while_running` is called (with the child's pid) every few milliseconds until it ends.
   Outcome run(const std::vector<std::string>& args, double deadline_s = 60,
-          const std::function<bool()>& in_child = {}) {
+          const std::function<bool()>& in_child = {}, const std::function<void(pid_t)>& while_running = {}) {
     const std::string out = path("stdout"), err = path("stderr");
     // Everything the child needs is made before fork(): the FIFO test forks while a writer
     // thread runs, so the child calls only async-signal-safe functions.
@@ -164,7 +165,12 @@ class Hostile : public ::testing::Test {
         r.timed_out = true;
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (while_running) {
+        while_running(pid);
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -590,6 +596,59 @@ TEST_F(Hostile, PidFactsOutliveTheCleaningBuffer) {
   EXPECT_LE(r.rc, 1) << r.err;
   json j = diagnose({path("uaf.log"), kKilledLog}, &r, 60 * kSlow);
   expect_killed_rank1(j, r);
+}
+
+}  // namespace
+
+namespace {
+
+// Whether process `pid` has `file` mapped (a window of io's mapped reading).
+bool maps_file(pid_t pid, const std::string& file) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() >= file.size() && line.compare(line.size() - file.size(), file.size(), file) == 0) return true;
+  }
+  return false;
+}
+
+// Issue 14 (logrotate's copytruncate): a quiet file read through windows of a mapping is
+// truncated while the windows are in flight. The pages past the cut raised SIGBUS in the
+// scanning threads (exit 135); now the source is an error and the rest is diagnosed. Run
+// on the file named, and on it inside a folder.
+TEST_F(Hostile, FileTruncatedWhileMappedIsAnErrorNotABusError) {
+  std::string block;
+  for (int i = 0; block.size() < (1u << 20); ++i) block += "[rank0]: step " + std::to_string(i) + " loss 1.25 lr 0.001\n";
+  fs::create_directories(dir_ / "walk");
+  {
+    std::ofstream out(dir_ / "walk" / "big.log", std::ios::binary);
+    for (int i = 0; i < 160; ++i) out << block;  // 160 MiB: windows are in flight for a while
+  }
+  fs::copy_file(kKilledLog, dir_ / "walk" / "killed.log");
+  const std::string big = path("walk/big.log");
+  for (const std::string& input : {big, path("walk")}) {
+    SCOPED_TRACE(input);
+    bool cut = false;
+    auto truncate_once_mapped = [&](pid_t pid) {
+      if (!cut && maps_file(pid, big)) cut = ::truncate(big.c_str(), 0) == 0;
+    };
+    std::vector<std::string> args = {"diagnose", "--format", "json", "--map-min", "1M", input};
+    if (input == big) args.push_back(kKilledLog);
+    Outcome r = run(args, 60 * kSlow, {}, truncate_once_mapped);
+    if (!cut) GTEST_SKIP() << "the run ended before a window of the file was seen mapped";
+    EXPECT_NE(r.rc, 135) << "SIGBUS";
+    json j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300) << r.err.substr(0, 500);
+    expect_killed_rank1(j, r);
+    EXPECT_NE(r.err.find("big.log"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("file shrank while being read"), std::string::npos) << r.err;
+    bool failed = false;
+    for (const auto& src : j["inputs"]["sources"]) failed = failed || (src["name"].get<std::string>().find("big.log") != std::string::npos && !src["ok"].get<bool>());
+    EXPECT_TRUE(failed) << j["inputs"].dump().substr(0, 1000);
+    // Put it back for the next input.
+    std::ofstream out(dir_ / "walk" / "big.log", std::ios::binary);
+    for (int i = 0; i < 160; ++i) out << block;
+  }
 }
 
 }  // namespace
