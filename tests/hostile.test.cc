@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
+
 extern char** environ;
 
 namespace fs = std::filesystem;
@@ -649,6 +651,68 @@ TEST_F(Hostile, FileTruncatedWhileMappedIsAnErrorNotABusError) {
     std::ofstream out(dir_ / "walk" / "big.log", std::ios::binary);
     for (int i = 0; i < 160; ++i) out << block;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Whether `s` can go to a terminal as is: no control but LF and TAB (C0, DEL, C1 as UTF-8)
+// and valid UTF-8 (so no raw 0x80..0x9F byte either).
+::testing::AssertionResult terminal_safe(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c0 = (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+    const bool c1 = c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+    if (c0 || c1) {
+      return ::testing::AssertionFailure() << "control byte 0x" << std::hex << int(c) << " at " << std::dec << i << ": "
+                                           << json(s.substr(i > 40 ? i - 40 : 0, 80)).dump(-1, ' ', true, json::error_handler_t::replace);
+    }
+  }
+  if (ff::sanitize_utf8(s) != s) return ::testing::AssertionFailure() << "not valid UTF-8";
+  return ::testing::AssertionSuccess();
+}
+
+// Issue 14: names of files and archive members, and the lines of a log, are shown on a
+// terminal; what they hold must not act on it (clear the screen, set the title, write the
+// clipboard with OSC 52, move the cursor with BS, C1 CSI...).
+TEST_F(Hostile, NothingFromALogOrANameReachesTheTerminalRaw) {
+  const std::string evil_name = "evil\n\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x1b]0;title\x07\xc2\x9b" "31m\x9b" "2J.log";
+  const std::string line = "RuntimeError: CUDA error: an illegal memory access was encountered \xc2\x9b" "2J \x9b" "31m "
+                           "\b\b\a\v\f\x7f\x01\x1b]52;c;ZWNobyBoaQ==\x07\x1b]0;title\x07 end\n";
+  write_file(dir_ / "job" / evil_name, "[rank2]: step 1 loss 1.5\n[rank2]: " + line);
+  write_file(dir_ / ("bin\x1b[2J\xc2\x9b" ".log"), std::string(4096, '\0'));
+  // A tar whose member names are hostile too.
+  ASSERT_EQ(std::system(("cd " + dir_.string() + " && tar cf bundle.tar job 2>/dev/null").c_str()), 0);
+  write_file(dir_ / "kb" / "bad\x1b[2J.yaml", "id: [unclosed\n");
+  const std::vector<std::vector<std::string>> runs = {
+      {"diagnose", "-v", path("job/" + evil_name)},
+      {"diagnose", "-v", path("job"), path("bin\x1b[2J\xc2\x9b" ".log")},
+      {"diagnose", "-v", path("bundle.tar")},
+      {"--kb", path("kb"), "diagnose", path("job")},
+      {"events", "--format", "text", path("job"), path("bundle.tar")},
+      {"diff", path("job"), "--control", kKilledLog},
+      {"verify", "--before", path("job"), "--after", kKilledLog},
+  };
+  for (const auto& args : runs) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    Outcome r = run(args);
+    EXPECT_TRUE(terminal_safe(r.out)) << "stdout";
+    EXPECT_TRUE(terminal_safe(r.err)) << "stderr";
+    // Shown, escaped: the name and the line can still be read.
+    if (args[0] == "diagnose" && args[1] == "-v") {
+      EXPECT_NE(r.out.find("evil\\x0a\\e]52;c;ZWNobyBoaQ==\\x07\\e[2J"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("\\x08\\x08\\x07\\x0b\\x0c\\x7f"), std::string::npos) << r.out;
+    }
+  }
+  Outcome bin = run({"diagnose", path("bin\x1b[2J\xc2\x9b" ".log")});
+  EXPECT_NE(bin.err.find("bin\\e[2J\\u{9b}.log"), std::string::npos) << bin.err;
+  // JSON keeps the bytes as they are, escaped its own way.
+  Outcome r;
+  json j = diagnose({path("job/" + evil_name)}, &r);
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["primary"]["evidence"][0]["source"], path("job/" + ff::sanitize_utf8(evil_name)));
 }
 
 }  // namespace
