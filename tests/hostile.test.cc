@@ -716,3 +716,83 @@ TEST_F(Hostile, NothingFromALogOrANameReachesTheTerminalRaw) {
 }
 
 }  // namespace
+
+namespace {
+
+// Runs `cmd` through /bin/sh -c in `cwd`; its stdout, and the exit status in *rc.
+std::string run_sh(const std::string& cmd, const fs::path& cwd, int* rc) {
+  const std::string out = (cwd / "sh.out").string();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::dup2(o, 1);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::string s = read_file(out);
+  fs::remove(out);
+  return s;
+}
+
+// Issue 14: the commands a diagnosis suggests (the re-check of the rerun, a search for an
+// unrecognised message) quote what they hold for POSIX shells: pasted into a shell, a
+// hostile file name or log line stays one argument and runs nothing. Each command is run
+// through sh with printf in the place of firstfault.
+TEST_F(Hostile, SuggestedCommandsAreQuotedForTheShell) {
+  const std::vector<std::string> names = {"x'$(touch PWNED)'.log", "a'b.log", "$(touch PWNED2).log", "`touch PWNED3`.log",
+                                          "'; touch PWNED4; '.log", "n\n'$(touch PWNED5)'.log", "back\\slash'\\''.log"};
+  write_file(dir_ / "in" / names[0], "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  for (size_t i = 1; i < names.size(); ++i) write_file(dir_ / "in" / names[i], "[rank1]: step 1 loss 1.5\n");
+  write_file(dir_ / "in" / "crash.log",
+             "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\n"
+             "ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8` end\n");
+  const fs::path sandbox = dir_ / "sandbox";
+  fs::create_directories(sandbox);
+  auto expect_nothing_made = [&] {
+    for (const auto& e : fs::directory_iterator(sandbox)) ADD_FAILURE() << "the command made " << e.path();
+    fs::remove_all(sandbox);
+    fs::create_directories(sandbox);
+  };
+
+  // The re-check of the rerun names every input.
+  std::vector<std::string> inputs;
+  for (const auto& n : names) inputs.push_back(path("in/" + n));
+  Outcome r;
+  json j = diagnose(inputs, &r);
+  ASSERT_TRUE(j["primary"].is_object()) << r.err;
+  const std::string verify = j["primary"]["verify"];
+  const size_t at = verify.find("firstfault verify ");
+  ASSERT_NE(at, std::string::npos) << verify;
+  const std::string cmd = verify.substr(at);
+  int rc = 0;
+  run_sh("sh -n -c '" + replace_all(cmd, "'", "'\\''") + "'", sandbox, &rc);
+  EXPECT_EQ(rc, 0) << "not valid sh: " << cmd;
+  std::string printed = run_sh("printf '[%s]\\n'" + cmd.substr(std::string("firstfault").size()), sandbox, &rc);
+  EXPECT_EQ(rc, 0) << cmd;
+  std::string want = "[verify]\n[--before]\n";
+  for (const auto& in : inputs) want += "[" + in + "]\n";
+  want += "[--after]\n[NEW_LOGS]\n";
+  EXPECT_EQ(printed, want) << cmd;
+  expect_nothing_made();
+
+  // The search for a message no entry recognises.
+  j = diagnose({path("in/crash.log")}, &r);
+  ASSERT_TRUE(j["primary"].is_object()) << r.err;
+  std::string search;
+  for (const auto& step : j["primary"]["fix_steps"]) {
+    const std::string s = step;
+    if (s.find("firstfault search ") != std::string::npos) search = s.substr(s.find("firstfault search "));
+  }
+  ASSERT_FALSE(search.empty()) << j["primary"]["fix_steps"].dump();
+  printed = run_sh("printf '[%s]\\n'" + search.substr(std::string("firstfault").size()), sandbox, &rc);
+  EXPECT_EQ(rc, 0) << search;
+  EXPECT_EQ(printed.rfind("[search]\n[ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8`", 0), 0u)
+      << printed;
+  expect_nothing_made();
+}
+
+}  // namespace

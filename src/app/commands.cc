@@ -81,11 +81,25 @@ std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stat
   return out;
 }
 
-// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs.
+// The analysis writes "Search the message: firstfault search '" + text + "'" (analyze.cc),
+// the text unquoted inside: the text is all between the prefix and the last quote, and is
+// quoted again here. (Quoting it where it is written, in analyze, is the better place.)
+void quote_suggested_commands(analyze::Diagnosis& d) {
+  if (!d.primary) return;
+  static constexpr std::string_view kSearch = "Search the message: firstfault search '";
+  for (std::string& step : d.primary->fix) {
+    if (!starts_with(step, kSearch) || step.size() < kSearch.size() + 1 || step.back() != '\'') continue;
+    const std::string text = step.substr(kSearch.size(), step.size() - kSearch.size() - 1);
+    step = std::string(kSearch.substr(0, kSearch.size() - 1)) + shell_quote(text);
+  }
+}
+
+// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs,
+// each input one shell word however it is named.
 void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inputs) {
   if (!d.primary) return;
   std::string before;
-  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + ("'" + in + "'");
+  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + shell_quote(in);
   d.primary->verify += std::string(d.primary->verify.empty() ? "" : "\n") +
                        "Then check that the failure's signature (fingerprint " + d.primary->fingerprint +
                        ") is gone: firstfault verify --before " + before + " --after NEW_LOGS";
@@ -105,6 +119,7 @@ int run_diagnose(const Options& opt) {
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats.sources.empty()) {

@@ -87,4 +87,19 @@ std::string escape_for_terminal(std::string_view s, bool keep_newlines) {
   return out;
 }
 
+std::string shell_quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '\'';
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
 }  // namespace ff

@@ -17,4 +17,11 @@ namespace ff {
 // its own escaping.
 std::string escape_for_terminal(std::string_view s, bool keep_newlines = false);
 
+// `s` as one word for a POSIX shell: in single quotes, each ' written as '\'' (close,
+// an escaped quote, reopen). Nothing inside single quotes is special to sh: no $, `, \ or
+// glob, and a line break stays part of the word. For every command firstfault suggests
+// that holds a file name or a log's text (issue 14: a name like x'$(touch PWNED)'.log
+// must not run anything when the suggestion is pasted).
+std::string shell_quote(std::string_view s);
+
 }  // namespace ff

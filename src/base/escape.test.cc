@@ -1,6 +1,10 @@
 #include "base/escape.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "base/strings.h"
 
@@ -60,6 +64,34 @@ TEST(EscapeForTerminal, C1ControlsAndInvalidBytesAreEscaped) {
       EXPECT_GE(static_cast<unsigned char>(got[i + 1]), 0xa0);
     }
   }
+}
+
+TEST(ShellQuote, SingleQuotesWithQuotesWrittenOutside) {
+  EXPECT_EQ(shell_quote("a.log"), "'a.log'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("x'$(touch PWNED)'.log"), "'x'\\''$(touch PWNED)'\\''.log'");
+}
+
+// What sh makes of the quoted word: it must be the word itself, and run nothing.
+TEST(ShellQuote, ShellReadsBackTheSameWordAndRunsNothing) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ff-shell-quote-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string words[] = {"x'$(touch PWNED)'.log", "$(touch PWNED)", "`touch PWNED`", "'; touch PWNED; '",
+                               "a\nb\\'\"", "line\nbreak'$(touch PWNED)", "*", "~", "$HOME", "-n", "!x", "\x1b[2J"};
+  for (const std::string& w : words) {
+    const std::string cmd = "cd '" + dir.string() + "' && printf '%s' " + shell_quote(w);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[256];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << cmd;
+    EXPECT_EQ(out, w) << cmd;
+  }
+  EXPECT_FALSE(fs::exists(dir / "PWNED"));
+  fs::remove_all(dir);
 }
 
 }  // namespace
