@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
+
 extern char** environ;
 
 namespace fs = std::filesystem;
@@ -113,8 +115,9 @@ class Hostile : public ::testing::Test {
 
   // Runs firstfault with `args`; killed after `deadline_s`. `in_child` runs in the child
   // before exec (to drop privileges); it returns false to make the child exit 77.
+  // `while_running` is called (with the child's pid) every few milliseconds until it ends.
   Outcome run(const std::vector<std::string>& args, double deadline_s = 60,
-          const std::function<bool()>& in_child = {}) {
+          const std::function<bool()>& in_child = {}, const std::function<void(pid_t)>& while_running = {}) {
     const std::string out = path("stdout"), err = path("stderr");
     // Everything the child needs is made before fork(): the FIFO test forks while a writer
     // thread runs, so the child calls only async-signal-safe functions.
@@ -164,7 +167,12 @@ class Hostile : public ::testing::Test {
         r.timed_out = true;
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (while_running) {
+        while_running(pid);
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -575,6 +583,221 @@ TEST_F(Hostile, MillionDistinctRanks) {
   // Per-rank state is capped (no traceback joiner is kept per idle rank): a 17 MB log
   // with a million ranks stays far from its quarter-gigabyte before the fix.
   EXPECT_LT(r.max_rss_mb, kSanitized ? 640 : 200);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 14: NCCL lines with a rank prefix state (node, pid) facts; the scan kept the node
+// as a view into the line-cleaning buffer, which a longer line that needs cleaning (here
+// an ANSI colour) reallocates: the next line's lookup read freed memory. ASan (make
+// test-asan) aborts on it; valgrind showed "Invalid read" in the unordered_set lookup.
+TEST_F(Hostile, PidFactsOutliveTheCleaningBuffer) {
+  const std::string l = "[1,2]<stdout>:gpu-03:29880:30398 [0] NCCL \x1b[33mWARN\x1b[0m m";
+  std::string log = l + " x\n" + l + " " + std::string(500, '0') + "\n" + l + " x\n";
+  // Longer and longer lines, so the buffer grows (and moves) several times.
+  for (size_t n = 1000; n < (1u << 20); n *= 2) log += l + " " + std::string(n, '1') + "\n" + l + " y\n";
+  write_file(dir_ / "uaf.log", log);
+  Outcome r = run({"diagnose", path("uaf.log")});
+  EXPECT_EQ(r.rc, 4) << r.err;  // no event, no progress line: unknown (and no crash)
+  json j = diagnose({path("uaf.log"), kKilledLog}, &r, 60 * kSlow);
+  expect_killed_rank1(j, r);
+}
+
+}  // namespace
+
+namespace {
+
+// Whether process `pid` has `file` mapped (a window of io's mapped reading).
+bool maps_file(pid_t pid, const std::string& file) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() >= file.size() && line.compare(line.size() - file.size(), file.size(), file) == 0) return true;
+  }
+  return false;
+}
+
+// Issue 14 (logrotate's copytruncate): a quiet file read through windows of a mapping is
+// truncated while the windows are in flight. The pages past the cut raised SIGBUS in the
+// scanning threads (exit 135); now the source is an error and the rest is diagnosed. Run
+// on the file named, and on it inside a folder.
+TEST_F(Hostile, FileTruncatedWhileMappedIsAnErrorNotABusError) {
+  std::string block;
+  for (int i = 0; block.size() < (1u << 20); ++i) block += "[rank0]: step " + std::to_string(i) + " loss 1.25 lr 0.001\n";
+  fs::create_directories(dir_ / "walk");
+  {
+    std::ofstream out(dir_ / "walk" / "big.log", std::ios::binary);
+    for (int i = 0; i < 160; ++i) out << block;  // 160 MiB: windows are in flight for a while
+  }
+  fs::copy_file(kKilledLog, dir_ / "walk" / "killed.log");
+  const std::string big = path("walk/big.log");
+  for (const std::string& input : {big, path("walk")}) {
+    SCOPED_TRACE(input);
+    bool cut = false;
+    auto truncate_once_mapped = [&](pid_t pid) {
+      if (!cut && maps_file(pid, big)) cut = ::truncate(big.c_str(), 0) == 0;
+    };
+    std::vector<std::string> args = {"diagnose", "--format", "json", "--map-min", "1M", input};
+    if (input == big) args.push_back(kKilledLog);
+    Outcome r = run(args, 60 * kSlow, {}, truncate_once_mapped);
+    if (!cut) GTEST_SKIP() << "the run ended before a window of the file was seen mapped";
+    EXPECT_NE(r.rc, 135) << "SIGBUS";
+    json j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300) << r.err.substr(0, 500);
+    expect_killed_rank1(j, r);
+    EXPECT_NE(r.err.find("big.log"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("file shrank while being read"), std::string::npos) << r.err;
+    bool failed = false;
+    for (const auto& src : j["inputs"]["sources"]) failed = failed || (src["name"].get<std::string>().find("big.log") != std::string::npos && !src["ok"].get<bool>());
+    EXPECT_TRUE(failed) << j["inputs"].dump().substr(0, 1000);
+    // Put it back for the next input.
+    std::ofstream out(dir_ / "walk" / "big.log", std::ios::binary);
+    for (int i = 0; i < 160; ++i) out << block;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Whether `s` can go to a terminal as is: no control but LF and TAB (C0, DEL, C1 as UTF-8)
+// and valid UTF-8 (so no raw 0x80..0x9F byte either).
+::testing::AssertionResult terminal_safe(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c0 = (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+    const bool c1 = c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+    if (c0 || c1) {
+      return ::testing::AssertionFailure() << "control byte 0x" << std::hex << int(c) << " at " << std::dec << i << ": "
+                                           << json(s.substr(i > 40 ? i - 40 : 0, 80)).dump(-1, ' ', true, json::error_handler_t::replace);
+    }
+  }
+  if (ff::sanitize_utf8(s) != s) return ::testing::AssertionFailure() << "not valid UTF-8";
+  return ::testing::AssertionSuccess();
+}
+
+// Issue 14: names of files and archive members, and the lines of a log, are shown on a
+// terminal; what they hold must not act on it (clear the screen, set the title, write the
+// clipboard with OSC 52, move the cursor with BS, C1 CSI...).
+TEST_F(Hostile, NothingFromALogOrANameReachesTheTerminalRaw) {
+  const std::string evil_name = "evil\n\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x1b]0;title\x07\xc2\x9b" "31m\x9b" "2J.log";
+  const std::string line = "RuntimeError: CUDA error: an illegal memory access was encountered \xc2\x9b" "2J \x9b" "31m "
+                           "\b\b\a\v\f\x7f\x01\x1b]52;c;ZWNobyBoaQ==\x07\x1b]0;title\x07 end\n";
+  write_file(dir_ / "job" / evil_name, "[rank2]: step 1 loss 1.5\n[rank2]: " + line);
+  write_file(dir_ / ("bin\x1b[2J\xc2\x9b" ".log"), std::string(4096, '\0'));
+  // A tar whose member names are hostile too.
+  ASSERT_EQ(std::system(("cd " + dir_.string() + " && tar cf bundle.tar job 2>/dev/null").c_str()), 0);
+  write_file(dir_ / "kb" / "bad\x1b[2J.yaml", "id: [unclosed\n");
+  const std::vector<std::vector<std::string>> runs = {
+      {"diagnose", "-v", path("job/" + evil_name)},
+      {"diagnose", "-v", path("job"), path("bin\x1b[2J\xc2\x9b" ".log")},
+      {"diagnose", "-v", path("bundle.tar")},
+      {"--kb", path("kb"), "diagnose", path("job")},
+      {"events", "--format", "text", path("job"), path("bundle.tar")},
+      {"diff", path("job"), "--control", kKilledLog},
+      {"verify", "--before", path("job"), "--after", kKilledLog},
+  };
+  for (const auto& args : runs) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    Outcome r = run(args);
+    EXPECT_TRUE(terminal_safe(r.out)) << "stdout";
+    EXPECT_TRUE(terminal_safe(r.err)) << "stderr";
+    // Shown, escaped: the name and the line can still be read.
+    if (args[0] == "diagnose" && args[1] == "-v") {
+      EXPECT_NE(r.out.find("evil\\x0a\\e]52;c;ZWNobyBoaQ==\\x07\\e[2J"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("\\x08\\x08\\x07\\x0b\\x0c\\x7f"), std::string::npos) << r.out;
+    }
+  }
+  Outcome bin = run({"diagnose", path("bin\x1b[2J\xc2\x9b" ".log")});
+  EXPECT_NE(bin.err.find("bin\\e[2J\\u{9b}.log"), std::string::npos) << bin.err;
+  // JSON keeps the bytes as they are, escaped its own way.
+  Outcome r;
+  json j = diagnose({path("job/" + evil_name)}, &r);
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["primary"]["evidence"][0]["source"], path("job/" + ff::sanitize_utf8(evil_name)));
+}
+
+}  // namespace
+
+namespace {
+
+// Runs `cmd` through /bin/sh -c in `cwd`; its stdout, and the exit status in *rc.
+std::string run_sh(const std::string& cmd, const fs::path& cwd, int* rc) {
+  const std::string out = (cwd / "sh.out").string();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::dup2(o, 1);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::string s = read_file(out);
+  fs::remove(out);
+  return s;
+}
+
+// Issue 14: the commands a diagnosis suggests (the re-check of the rerun, a search for an
+// unrecognised message) quote what they hold for POSIX shells: pasted into a shell, a
+// hostile file name or log line stays one argument and runs nothing. Each command is run
+// through sh with printf in the place of firstfault.
+TEST_F(Hostile, SuggestedCommandsAreQuotedForTheShell) {
+  const std::vector<std::string> names = {"x'$(touch PWNED)'.log", "a'b.log", "$(touch PWNED2).log", "`touch PWNED3`.log",
+                                          "'; touch PWNED4; '.log", "n\n'$(touch PWNED5)'.log", "back\\slash'\\''.log"};
+  write_file(dir_ / "in" / names[0], "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  for (size_t i = 1; i < names.size(); ++i) write_file(dir_ / "in" / names[i], "[rank1]: step 1 loss 1.5\n");
+  write_file(dir_ / "in" / "crash.log",
+             "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\n"
+             "ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8` end\n");
+  const fs::path sandbox = dir_ / "sandbox";
+  fs::create_directories(sandbox);
+  auto expect_nothing_made = [&] {
+    for (const auto& e : fs::directory_iterator(sandbox)) ADD_FAILURE() << "the command made " << e.path();
+    fs::remove_all(sandbox);
+    fs::create_directories(sandbox);
+  };
+
+  // The re-check of the rerun names every input.
+  std::vector<std::string> inputs;
+  for (const auto& n : names) inputs.push_back(path("in/" + n));
+  Outcome r;
+  json j = diagnose(inputs, &r);
+  ASSERT_TRUE(j["primary"].is_object()) << r.err;
+  const std::string verify = j["primary"]["verify"];
+  const size_t at = verify.find("firstfault verify ");
+  ASSERT_NE(at, std::string::npos) << verify;
+  const std::string cmd = verify.substr(at);
+  int rc = 0;
+  run_sh("sh -n -c '" + replace_all(cmd, "'", "'\\''") + "'", sandbox, &rc);
+  EXPECT_EQ(rc, 0) << "not valid sh: " << cmd;
+  std::string printed = run_sh("printf '[%s]\\n'" + cmd.substr(std::string("firstfault").size()), sandbox, &rc);
+  EXPECT_EQ(rc, 0) << cmd;
+  std::string want = "[verify]\n[--before]\n";
+  for (const auto& in : inputs) want += "[" + in + "]\n";
+  want += "[--after]\n[NEW_LOGS]\n";
+  EXPECT_EQ(printed, want) << cmd;
+  expect_nothing_made();
+
+  // The search for a message no entry recognises.
+  j = diagnose({path("in/crash.log")}, &r);
+  ASSERT_TRUE(j["primary"].is_object()) << r.err;
+  std::string search;
+  for (const auto& step : j["primary"]["fix_steps"]) {
+    const std::string s = step;
+    if (s.find("firstfault search ") != std::string::npos) search = s.substr(s.find("firstfault search "));
+  }
+  ASSERT_FALSE(search.empty()) << j["primary"]["fix_steps"].dump();
+  printed = run_sh("printf '[%s]\\n'" + search.substr(std::string("firstfault").size()), sandbox, &rc);
+  EXPECT_EQ(rc, 0) << search;
+  EXPECT_EQ(printed.rfind("[search]\n[ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8`", 0), 0u)
+      << printed;
+  expect_nothing_made();
 }
 
 }  // namespace

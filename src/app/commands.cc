@@ -16,6 +16,7 @@
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
 #include "app/perf.h"
+#include "base/escape.h"
 #include "base/strings.h"
 #include "kb/kb.h"
 #include "record/record.h"
@@ -50,7 +51,7 @@ scan::ScanOptions scan_options(const Options& opt) {
 }
 
 void print_errors(const std::vector<Error>& errors, const char* what) {
-  for (const auto& e : errors) fmt::print(stderr, "firstfault: {}: {}\n", what, e.to_string());
+  for (const auto& e : errors) fmt::print(stderr, "firstfault: {}: {}\n", what, escape_for_terminal(e.to_string()));
 }
 
 }  // namespace
@@ -80,11 +81,25 @@ std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stat
   return out;
 }
 
-// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs.
+// The analysis writes "Search the message: firstfault search '" + text + "'" (analyze.cc),
+// the text unquoted inside: the text is all between the prefix and the last quote, and is
+// quoted again here. (Quoting it where it is written, in analyze, is the better place.)
+void quote_suggested_commands(analyze::Diagnosis& d) {
+  if (!d.primary) return;
+  static constexpr std::string_view kSearch = "Search the message: firstfault search '";
+  for (std::string& step : d.primary->fix) {
+    if (!starts_with(step, kSearch) || step.size() < kSearch.size() + 1 || step.back() != '\'') continue;
+    const std::string text = step.substr(kSearch.size(), step.size() - kSearch.size() - 1);
+    step = std::string(kSearch.substr(0, kSearch.size() - 1)) + shell_quote(text);
+  }
+}
+
+// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs,
+// each input one shell word however it is named.
 void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inputs) {
   if (!d.primary) return;
   std::string before;
-  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + ("'" + in + "'");
+  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + shell_quote(in);
   d.primary->verify += std::string(d.primary->verify.empty() ? "" : "\n") +
                        "Then check that the failure's signature (fingerprint " + d.primary->fingerprint +
                        ") is gone: firstfault verify --before " + before + " --after NEW_LOGS";
@@ -94,17 +109,18 @@ int run_diagnose(const Options& opt) {
   auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
-  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
+  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   analyze::JobNumbers numbers{&stats.series, &loaded->engine->metric_aliases(), stats.last_time_us, stats.last_time_clock};
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats.sources.empty()) {
@@ -151,9 +167,11 @@ class JsonlSink : public scan::EventSink {
     std::string source = e.source < stats_.sources.size() ? stats_.sources[e.source].name : "";
     if (!jsonl_) {
       std::string who = e.rank >= 0 ? fmt::format("rank {}", e.rank) : "-";
-      std::cout << fmt::format("{}:{}\t{}\t{}\t{}\t{}\n", source, e.line, who,
-                               e.entry_id.empty() ? record::event_kind_name(e.kind) : e.entry_id,
-                               e.kind == record::EventKind::kPattern ? kb::role_name(e.role) : "-", e.text);
+      // A terminal's, most likely: the name and the line are shown escaped (issue 14).
+      std::cout << fmt::format("{}:{}\t{}\t{}\t{}\t{}\n", escape_for_terminal(source), e.line, who,
+                               escape_for_terminal(e.entry_id.empty() ? record::event_kind_name(e.kind) : e.entry_id),
+                               e.kind == record::EventKind::kPattern ? kb::role_name(e.role) : "-",
+                               escape_for_terminal(e.text));
       return;
     }
     nlohmann::ordered_json j;
@@ -188,7 +206,7 @@ class JsonlSink : public scan::EventSink {
 int run_events(const Options& opt) {
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   // Source names are known once scan_job returns; collect, then print.
@@ -196,7 +214,7 @@ int run_events(const Options& opt) {
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, collect, scan_options(opt));
   JsonlSink out(stats, opt.format != "text");
   for (const auto& e : collect.events) out.event(e);
-  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
+  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   if (stats.sources.empty()) return 2;
   return collect.events.empty() ? 0 : 1;
 }
@@ -204,13 +222,13 @@ int run_events(const Options& opt) {
 int run_kb_check(const Options& opt) {
   auto loaded = load_everything(opt, true);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   KbCheckReport rep = check_kb(*loaded->kb, *loaded->engine);
-  for (const auto& e : loaded->kb_errors) fmt::print("error: {}\n", e.to_string());
-  for (const auto& e : loaded->engine->warnings()) fmt::print("warning: {}\n", e.to_string());
-  for (const auto& p : rep.problems) fmt::print("error: {}\n", p);
+  for (const auto& e : loaded->kb_errors) fmt::print("error: {}\n", escape_for_terminal(e.to_string()));
+  for (const auto& e : loaded->engine->warnings()) fmt::print("warning: {}\n", escape_for_terminal(e.to_string()));
+  for (const auto& p : rep.problems) fmt::print("error: {}\n", escape_for_terminal(p));
   size_t errors = loaded->kb_errors.size() + rep.problems.size();
   fmt::print("{} entries, {} patterns, {} examples checked, {} prefix formats; {} error(s)\n",
              loaded->kb->entries.size(), rep.patterns, rep.examples, loaded->kb->prefixes.size(), errors);
@@ -225,7 +243,7 @@ int run_kb_check(const Options& opt) {
 int run_kb_list(const Options& opt) {
   auto loaded = load_everything(opt, false);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
@@ -242,7 +260,8 @@ int run_kb_list(const Options& opt) {
       arr.push_back({{"id", e.id}, {"title", e.title}, {"category", e.category}, {"phase", e.phase},
                      {"severity", e.severity}, {"frameworks", e.frameworks}, {"tags", e.tags}});
     } else {
-      fmt::print("{:<50} {:<14} {:<15} {}\n", e.id, e.category, e.phase, e.title);
+      fmt::print("{:<50} {:<14} {:<15} {}\n", escape_for_terminal(e.id), escape_for_terminal(e.category),
+                 escape_for_terminal(e.phase), escape_for_terminal(e.title));
     }
   }
   if (opt.format == "json") std::cout << arr.dump(2) << "\n";
@@ -252,33 +271,37 @@ int run_kb_list(const Options& opt) {
 int run_explain(const Options& opt) {
   auto loaded = load_everything(opt, false);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   const kb::Entry* e = loaded->kb->find(opt.entry_id);
   if (!e) {
-    fmt::print(stderr, "firstfault: no entry with id '{}' (see: firstfault kb list)\n", opt.entry_id);
+    fmt::print(stderr, "firstfault: no entry with id '{}' (see: firstfault kb list)\n", escape_for_terminal(opt.entry_id));
     return 2;
   }
-  fmt::print("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", e->title, e->id, e->category, e->phase,
-             fmt::join(e->frameworks, ", "), e->summary);
+  // An entry may come from a --kb directory someone else wrote: shown escaped, keeping the
+  // line breaks of multi-line fields (t1: one line, tn: several).
+  auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
+  auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
+  fmt::print("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
+             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
   if (!e->symptoms.empty()) {
     fmt::print("\nSymptoms\n");
-    for (const auto& s : e->symptoms) fmt::print("  - {}: {}\n", s.symptom, s.why);
+    for (const auto& s : e->symptoms) fmt::print("  - {}: {}\n", tn(s.symptom), tn(s.why));
   }
-  fmt::print("\nRoot cause\n  {}\n\nFix\n", e->root_cause);
-  for (size_t i = 0; i < e->fix.size(); ++i) fmt::print("  {}. {}\n", i + 1, e->fix[i]);
-  fmt::print("\nVerify\n  {}\n", e->verify);
+  fmt::print("\nRoot cause\n  {}\n\nFix\n", tn(e->root_cause));
+  for (size_t i = 0; i < e->fix.size(); ++i) fmt::print("  {}. {}\n", i + 1, tn(e->fix[i]));
+  fmt::print("\nVerify\n  {}\n", tn(e->verify));
   if (!e->prevention.empty()) {
     fmt::print("\nPrevention\n");
-    for (const auto& p : e->prevention) fmt::print("  - {}\n", p);
+    for (const auto& p : e->prevention) fmt::print("  - {}\n", tn(p));
   }
   fmt::print("\nPatterns\n");
   for (const auto& p : e->patterns)
-    fmt::print("  [{}] {}\n", kb::role_name(p.role), p.literal.empty() ? p.regex : p.literal);
+    fmt::print("  [{}] {}\n", kb::role_name(p.role), t1(p.literal.empty() ? p.regex : p.literal));
   if (!e->references.empty()) {
     fmt::print("\nReferences\n");
-    for (const auto& r : e->references) fmt::print("  {}{}\n", r.url, r.note.empty() ? "" : "  (" + r.note + ")");
+    for (const auto& r : e->references) fmt::print("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
   }
   return 0;
 }
@@ -319,7 +342,7 @@ int run_search(const Options& opt) {
   }
   auto loaded = load_everything(opt, false);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   const kb::KnowledgeBase& kb = *loaded->kb;
@@ -414,12 +437,13 @@ int run_search(const Options& opt) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
   } else {
     size_t id_w = 2;
-    for (const auto& r : results) id_w = std::max(id_w, kb.entries[r.entry].id.size());
+    for (const auto& r : results) id_w = std::max(id_w, escape_for_terminal(kb.entries[r.entry].id).size());
     fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", "#", "ID", id_w, "CATEGORY", "TITLE", "WHY");
     for (size_t i = 0; i < results.size(); ++i) {
       const SearchResult& r = results[i];
       const kb::Entry& e = kb.entries[r.entry];
-      fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, e.id, id_w, e.category, cut_utf8(e.title, 44), r.why);
+      fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, escape_for_terminal(e.id), id_w, escape_for_terminal(e.category),
+                 cut_utf8(escape_for_terminal(e.title), 44), escape_for_terminal(r.why));
     }
     if (total > results.size()) fmt::print("({} more; --limit 0 shows all)\n", total - results.size());
   }
@@ -439,7 +463,7 @@ int run_site(const Options& opt) {
   so.generator = "firstfault " FF_VERSION;
   auto stats = site::generate(r.kb, opt.out_dir, so);
   if (!stats.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", stats.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(stats.error().to_string()));
     return 2;
   }
   if (stats->js_patterns_skipped > 0)
@@ -449,7 +473,7 @@ int run_site(const Options& opt) {
                stats->js_patterns_skipped);
   fmt::print("wrote {} files: {} entry pages, {} framework hubs, {} tag pages\nopen {}\n", stats->files,
              stats->entries, stats->frameworks, stats->tags,
-             (std::filesystem::path(opt.out_dir) / "index.html").string());
+             escape_for_terminal((std::filesystem::path(opt.out_dir) / "index.html").string()));
   return 0;
 }
 

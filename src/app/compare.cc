@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
+#include "base/escape.h"
 #include "base/strings.h"
 #include "io/io.h"
 #include "record/record.h"
@@ -87,13 +88,14 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
                                    std::function<bool(std::string_view)> seen_in_control, bool* read_anything) {
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded.engine, inputs, sink);
-  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
+  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   analyze::JobNumbers numbers{&stats.series, &loaded.engine->metric_aliases(), stats.last_time_us, stats.last_time_clock,
                               std::move(seen_in_control)};
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
   for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
   if (read_anything) *read_anything = !stats.sources.empty();
   return d;
 }
@@ -101,13 +103,13 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
 int run_diff(const Options& opt) {
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   Mined failed = mine(*loaded->engine, opt.inputs);
   Mined control = mine(*loaded->engine, opt.control);
-  for (const auto& e : failed.errors) fmt::print(stderr, "firstfault: {}\n", e.to_string());
-  for (const auto& e : control.errors) fmt::print(stderr, "firstfault: control: {}\n", e.to_string());
+  for (const auto& e : failed.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
+  for (const auto& e : control.errors) fmt::print(stderr, "firstfault: control: {}\n", escape_for_terminal(e.to_string()));
   if (failed.names.empty() || control.names.empty()) {
     fmt::print(stderr, "firstfault: diff needs readable logs on both sides\n");
     return 2;
@@ -243,20 +245,20 @@ int run_diff(const Options& opt) {
     std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   } else {
     std::string out;
-    if (!control_warning.empty()) out += "WARNING: " + control_warning + "\n\n";
+    if (!control_warning.empty()) out += "WARNING: " + escape_for_terminal(control_warning) + "\n\n";
     out += fmt::format("{} lines in the failed run, {} in the control; {} templates are new in the failed run\n\n",
                        failed.miner.lines(), control.miner.lines(), fresh.size());
     if (first_departure) {
-      out += fmt::format("First departure from the control:\n  {}:{}\n  > {}\n\n", name_of(first_departure),
-                         first_departure->first.line, sanitize_utf8(first_departure->first_text));
+      out += fmt::format("First departure from the control:\n  {}:{}\n  > {}\n\n", escape_for_terminal(name_of(first_departure)),
+                         first_departure->first.line, escape_for_terminal(first_departure->first_text));
     }
     if (!fresh.empty()) {
       out += fmt::format("New in the failed run (absent from the control): the failure's own lines first ({}), then the "
                          "rest, each in order of first appearance{}:\n",
                          own.size(), frames ? fmt::format("; {} traceback frame lines hidden", frames) : "");
       for (size_t i = 0; i < fresh.size() && i < limit; ++i) {
-        out += fmt::format("  {:>5}x  {}:{}  {}\n", fresh[i]->count, name_of(fresh[i]), fresh[i]->first.line,
-                           sanitize_utf8(fresh[i]->first_text.substr(0, 160)));
+        out += fmt::format("  {:>5}x  {}:{}  {}\n", fresh[i]->count, escape_for_terminal(name_of(fresh[i])), fresh[i]->first.line,
+                           escape_for_terminal(fresh[i]->first_text.substr(0, 160)));
       }
       if (fresh.size() > limit) out += fmt::format("  ... {} more (--limit)\n", fresh.size() - limit);
     }
@@ -264,7 +266,7 @@ int run_diff(const Options& opt) {
       out += "\nRates that changed sharply (per 10,000 lines, failed vs control):\n";
       for (size_t i = 0; i < changed.size() && i < limit; ++i) {
         out += fmt::format("  {:>8.1f} vs {:<8.1f} {}\n", changed[i].rate_failed * 1e4, changed[i].rate_control * 1e4,
-                           sanitize_utf8(changed[i].t->text.substr(0, 140)));
+                           escape_for_terminal(changed[i].t->text.substr(0, 140)));
       }
     }
     report::TextOptions to;
@@ -274,7 +276,7 @@ int run_diff(const Options& opt) {
     std::cout << out;
   }
   if (!control_healthy) {
-    fmt::print(stderr, "firstfault: {}\n", control_warning);
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(control_warning));
     return 3;
   }
   return fresh.empty() && d.verdict == analyze::VerdictKind::kHealthy ? 0 : 1;
@@ -283,7 +285,7 @@ int run_diff(const Options& opt) {
 int run_verify(const Options& opt) {
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   bool read_before = false, read_after = false;
@@ -374,15 +376,18 @@ int run_verify(const Options& opt) {
                        : outcome == "replaced"                      ? "REPLACED"
                        : outcome == "inconclusive"                  ? "INCONCLUSIVE"
                                                                     : "NOTHING TO VERIFY";
-    std::cout << fmt::format("{}  {}\n", word, detail);
+    // Ids, titles and summaries may come from a --kb directory, summaries quote the logs:
+    // each line is shown escaped (issue 14).
+    auto t = [](const std::string& s) { return escape_for_terminal(s); };
+    std::cout << t(fmt::format("{}  {}", word, detail)) << "\n";
     if (before.primary)
-      std::cout << fmt::format("  before: {} [{}] fingerprint {}\n", before.primary->title, before.primary->category, before_fp);
-    std::cout << fmt::format("  after:  {}\n", after.primary ? after.primary->title + " [" + after.primary->category +
-                                                                   "] fingerprint " + after.primary->fingerprint
-                                                             : std::string(analyze::verdict_name(after.verdict)));
-    if (!collateral_gone.empty()) std::cout << fmt::format("  collateral gone: {}\n", fmt::join(collateral_gone, ", "));
-    if (!collateral_left.empty()) std::cout << fmt::format("  collateral still there: {}\n", fmt::join(collateral_left, ", "));
-    for (const auto& n : number_changes) std::cout << "  numbers: " << n << "\n";
+      std::cout << t(fmt::format("  before: {} [{}] fingerprint {}", before.primary->title, before.primary->category, before_fp)) << "\n";
+    std::cout << t(fmt::format("  after:  {}", after.primary ? after.primary->title + " [" + after.primary->category +
+                                                                  "] fingerprint " + after.primary->fingerprint
+                                                            : std::string(analyze::verdict_name(after.verdict)))) << "\n";
+    if (!collateral_gone.empty()) std::cout << t(fmt::format("  collateral gone: {}", fmt::join(collateral_gone, ", "))) << "\n";
+    if (!collateral_left.empty()) std::cout << t(fmt::format("  collateral still there: {}", fmt::join(collateral_left, ", "))) << "\n";
+    for (const auto& n : number_changes) std::cout << t("  numbers: " + n) << "\n";
   }
   return rc;
 }

@@ -31,6 +31,11 @@ Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors, KbField
 // The scan's per-source statistics as the analysis sees them.
 std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats);
 
+// Rewrites the commands the analysis suggests with a log's text in them (the search for an
+// unrecognised message) so that the text is one shell word (base::shell_quote): pasted
+// into a shell, a hostile line runs nothing (issue 14).
+void quote_suggested_commands(analyze::Diagnosis& d);
+
 struct KbCheckReport {
   size_t patterns = 0;
   size_t examples = 0;

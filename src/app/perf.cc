@@ -12,6 +12,7 @@
 #include <set>
 
 #include "app/kb_check.h"
+#include "base/escape.h"
 #include "base/strings.h"
 
 namespace ff::app {
@@ -215,7 +216,7 @@ std::string pattern_literal(const kb::Pattern& p) {
 int run_kb_literals(const Options& opt) {
   auto loaded = load_everything(opt, false);
   if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", loaded.error().to_string());
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
   // One line per pattern that has a literal of 3 bytes or more (shorter ones would match

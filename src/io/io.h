@@ -38,6 +38,20 @@ struct SourceInfo {
   std::string encoding;
 };
 
+// What a source that shrank while it was read fails with (logrotate's copytruncate).
+inline constexpr const char* kShrankMessage = "file shrank while being read";
+
+// A window of a read-only mapping of a file, mapped for as long as someone holds it. A
+// file that shrinks under a mapping makes every later touch of the pages past its new end
+// raise SIGBUS; io catches that fault for its own windows, maps zero-filled pages in their
+// place (the read that faulted then finds zeros) and marks the window. A sink that has
+// read a window asks shrank() and, when true, fails the source with kShrankMessage.
+class MappedWindow {
+ public:
+  virtual ~MappedWindow() = default;
+  virtual bool shrank() const = 0;
+};
+
 class ByteSink {
  public:
   virtual ~ByteSink() = default;
@@ -55,9 +69,10 @@ class ByteSink {
   // Optional: a sink that keeps bytes past data() may take a large, quiet, plain file as
   // windows of a read-only mapping (no copy at all): data_mapped() gets consecutive
   // windows instead of data() calls, and `keep` holds the window mapped for as long as
-  // the sink keeps a copy of it. False (the default): data() only.
+  // the sink keeps a copy of it (see MappedWindow for a file that shrinks meanwhile).
+  // False (the default): data() only.
   virtual bool accepts_mapped() const { return false; }
-  virtual void data_mapped(std::string_view window, std::shared_ptr<const void> keep) { data(window); }
+  virtual void data_mapped(std::string_view window, std::shared_ptr<const MappedWindow> keep) { data(window); }
 };
 
 struct ReadOptions {
@@ -67,7 +82,7 @@ struct ReadOptions {
   bool skip_binary = true;                          // skip sources whose first block is binary
   // A plain regular file at least this large, not modified for map_quiet_seconds, goes to
   // a sink that accepts_mapped() as windows of a mapping (a file still being written is
-  // read with read(): one that shrank under a mapping would fault).
+  // read with read(): it is the one likely to be truncated, see MappedWindow).
   uint64_t map_min_bytes = 64 << 20;
   int map_quiet_seconds = 10;
 };

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "base/escape.h"
+
 namespace ff::report {
 
 using analyze::Diagnosis;
@@ -252,59 +254,65 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   auto paint = [&](const char* code, const std::string& s) {
     return o.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
   };
+  // Everything below that comes from a log, a file name or a KB file goes through one of
+  // these before it is shown (issue 14: nothing in a log reaches the terminal raw). `ml`
+  // keeps the line breaks of multi-line KB text (a summary, a fix, the verify step).
+  auto t = [](const std::string& s) { return escape_for_terminal(s); };
+  auto ml = [](const std::string& s) { return escape_for_terminal(s, true); };
   std::string out;
   std::string verdict_colour = d.verdict == VerdictKind::kFailed    ? "1;31"
                                : d.verdict == VerdictKind::kHealthy ? "1;32"
                                                                     : "1;33";
   std::string upper = verdict_name(d.verdict);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  upper = t(upper);
   if (d.primary) {
     const auto& p = *d.primary;
-    out += fmt::format("{}  {}  [{}]\n", paint(verdict_colour.c_str(), upper), paint("1", p.title), p.category);
+    out += fmt::format("{}  {}  [{}]\n", paint(verdict_colour.c_str(), upper), paint("1", t(p.title)), t(p.category));
     std::string where;
     if (p.rank) where += fmt::format("rank {}", *p.rank);
-    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + fmt::format("node {}", p.node);
+    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + fmt::format("node {}", t(p.node));
     if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
     if (where.empty()) where = "rank unknown (the log does not say)";
-    if (!p.time.empty()) where += ", at " + p.time;
+    if (!p.time.empty()) where += ", at " + t(p.time);
     out += fmt::format("first failure: {}   (confidence {:.2f})\n", where, p.confidence);
     if (!p.evidence.empty()) {
       const auto& e = p.evidence[0];
-      out += fmt::format("  {}:{}\n  {} {}\n", e.source, e.line, paint("1;31", ">"), e.text);
+      out += fmt::format("  {}:{}\n  {} {}\n", t(e.source), e.line, paint("1;31", ">"), t(e.text));
     }
-    if (!p.rank_source.empty() && p.rank_source != "log prefix") out += fmt::format("  (rank from {})\n", p.rank_source);
+    if (!p.rank_source.empty() && p.rank_source != "log prefix") out += fmt::format("  (rank from {})\n", t(p.rank_source));
     if (p.hang) {
       const auto& h = *p.hang;
-      std::string what = h.op.empty() ? "a collective" : h.op;
+      std::string what = h.op.empty() ? "a collective" : t(h.op);
       if (h.seq >= 0) what += fmt::format(" SeqNum={}", h.seq);
       out += fmt::format("  stuck collective: {}", what);
-      if (!h.started.empty()) out += fmt::format(", started about {}", h.started);
+      if (!h.started.empty()) out += fmt::format(", started about {}", t(h.started));
       if (h.timeout_ms > 0) out += fmt::format(" (timeout {} s)", h.timeout_ms / 1000);
       out += fmt::format("; {} rank{} timed out", h.timed_out.size(), h.timed_out.size() == 1 ? "" : "s");
       if (!h.suspects.empty()) out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
       out += "\n";
     }
-    if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), trimmed(p.summary));
-    if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), trimmed(p.root_cause));
+    if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), ml(trimmed(p.summary)));
+    if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), ml(trimmed(p.root_cause)));
     if (!p.fix.empty()) {
       out += fmt::format("\n{}\n", paint("1", "Fix"));
-      for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, p.fix[i]);
+      for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
     }
-    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), trimmed(p.verify));
+    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), ml(trimmed(p.verify)));
   } else {
     // No failure: the verdict says how much that means, and its reasons say why.
     out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
     for (const auto& r : d.reasons) {
-      out += fmt::format("  - {}\n", r.text);
-      if (r.evidence) out += fmt::format("    {}:{}  {}\n", r.evidence->source, r.evidence->line, r.evidence->text);
+      out += fmt::format("  - {}\n", t(r.text));
+      if (r.evidence) out += fmt::format("    {}:{}  {}\n", t(r.evidence->source), r.evidence->line, t(r.evidence->text));
     }
   }
   if (d.primary && d.reasons.size() > 1) {
-    for (size_t i = 1; i < d.reasons.size(); ++i) out += fmt::format("  note: {}\n", d.reasons[i].text);
+    for (size_t i = 1; i < d.reasons.size(); ++i) out += fmt::format("  note: {}\n", t(d.reasons[i].text));
   }
   if (!d.collateral.empty()) {
     std::string origin = d.primary && d.primary->rank ? fmt::format(" on rank {}", *d.primary->rank) : "";
-    out += fmt::format("\n{}\n", paint("1", d.primary ? "Collateral, explained by the " + d.primary->title + origin
+    out += fmt::format("\n{}\n", paint("1", d.primary ? "Collateral, explained by the " + t(d.primary->title) + origin
                                                         : std::string("Other errors")));
     size_t shown = 0;
     for (const auto& c : d.collateral) {
@@ -314,37 +322,37 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       }
       std::string ranks = c.ranks.empty() ? "" : fmt::format(" on {} rank{} ({})", c.ranks.size(), c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
       std::string nodes = c.nodes.size() > 1 ? fmt::format(", {} nodes", c.nodes.size()) : "";
-      out += fmt::format("  - {} x{}{}{}\n", c.title, c.count, ranks, nodes);
+      out += fmt::format("  - {} x{}{}{}\n", t(c.title), c.count, ranks, nodes);
     }
   }
   if (!d.hypotheses.empty()) {
     out += fmt::format("\n{}\n", paint("1", "Other candidates"));
     for (const auto& h : d.hypotheses) {
-      out += fmt::format("  - {} [{}]: {}\n", h.title, h.category, h.evidence.empty() ? "" : h.evidence[0].text);
+      out += fmt::format("  - {} [{}]: {}\n", t(h.title), t(h.category), h.evidence.empty() ? "" : t(h.evidence[0].text));
     }
   }
   if (!d.verdicts.empty()) {
     out += fmt::format("\n{}\n", paint("1", "Numbers"));
-    for (const auto& v : d.verdicts) out += fmt::format("  - {}\n", v.summary);
+    for (const auto& v : d.verdicts) out += fmt::format("  - {}\n", t(v.summary));
   }
   if (!d.symptoms.empty()) {
     out += fmt::format("\n{}\n", paint("1", "Warnings and symptoms"));
-    for (const auto& s : d.symptoms) out += fmt::format("  - {}\n", s.title);
+    for (const auto& s : d.symptoms) out += fmt::format("  - {}\n", t(s.title));
   }
   if (d.timeline.size() > 1) {
     out += fmt::format("\n{}\n", paint("1", "Timeline"));
     size_t n = 0;
-    for (const auto& t : d.timeline) {
+    for (const auto& e : d.timeline) {
       if (!o.verbose && n++ >= 10) break;
-      std::string ranks = t.ranks.empty() ? "-" : ranks_text(t.ranks);
-      out += fmt::format("  {:<26} {:<10} ranks {:<10} x{:<4} {}\n", t.time.empty() ? "(no time)" : t.time, t.role,
-                         ranks, t.count, t.id);
+      std::string ranks = e.ranks.empty() ? "-" : ranks_text(e.ranks);
+      out += fmt::format("  {:<26} {:<10} ranks {:<10} x{:<4} {}\n", e.time.empty() ? "(no time)" : t(e.time), t(e.role),
+                         ranks, e.count, t(e.id));
     }
   }
-  for (const auto& e : d.errors) out += fmt::format("\n{} {}", paint("1;33", "input problem:"), e);
+  for (const auto& e : d.errors) out += fmt::format("\n{} {}", paint("1;33", "input problem:"), t(e));
   if (!d.errors.empty()) out += "\n";
   if (o.verbose) {
-    for (const auto& n : d.notes) out += fmt::format("note: {}\n", n);
+    for (const auto& n : d.notes) out += fmt::format("note: {}\n", t(n));
   }
   out += fmt::format("\n{} lines, {} source{} read in {:.3f} s\n", d.lines, d.sources.size(),
                      d.sources.size() == 1 ? "" : "s", d.seconds);

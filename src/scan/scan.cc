@@ -243,12 +243,13 @@ struct Chunk {
   // kEnd
   Status status;
   uint64_t source_bytes = 0, total_lines = 0, cut_lines = 0;
+  bool shrank = false;  // kEnd: a window of the source came up short while the reader framed it
   ChunkResult res;
 
   // A chunk of a mapped file (io's data_mapped) has its lines in the mapping: `mapped`
   // is the window's start (LineRef::pos counts from there) and `keep` holds it mapped.
   const char* mapped = nullptr;
-  std::shared_ptr<const void> keep;
+  std::shared_ptr<const io::MappedWindow> keep;
 
   std::string_view line(size_t i) const {
     const LineRef& l = lines[i];
@@ -274,6 +275,7 @@ struct Chunk {
     release_mapping();
     status = Status::Ok();
     source_bytes = total_lines = cut_lines = 0;
+    shrank = false;
     res.clear();
   }
 };
@@ -378,8 +380,12 @@ class LineWorker {
           pr.node_fact = true;
           r.facts.push_back(Fact{static_cast<uint32_t>(i), false, rec.rank, -1, std::string(rec.node)});
         }
-        if (rec.pid >= 0 && pid_facts_.emplace(rec.node, rec.pid).second)
+        // Looked up by view, stored as a copy: rec.node may point into clean_, which the
+        // next line's cleaning overwrites or reallocates (a view kept here read freed memory).
+        if (rec.pid >= 0 && pid_facts_.find(PidKeyView{rec.node, rec.pid}) == pid_facts_.end()) {
+          pid_facts_.emplace(std::string(rec.node), rec.pid);
           r.facts.push_back(Fact{static_cast<uint32_t>(i), true, rec.rank, rec.pid, std::string(rec.node)});
+        }
       }
       if (rec.time_us != record::kNoTime) {
         ++r.lines_with_time;
@@ -436,9 +442,22 @@ class LineWorker {
     bool seen = false, name_rank = false, node_fact = false;
     TimeMark time;  // the last time on this stream so far in the chunk
   };
+  // (node, pid) facts already stated in the chunk. The set owns its node strings and is
+  // searched with views (transparent hash and equality), so a line costs no allocation.
+  using PidKey = std::pair<std::string, int>;
+  using PidKeyView = std::pair<std::string_view, int>;
   struct PidKeyHash {
-    size_t operator()(const std::pair<std::string_view, int>& k) const {
+    using is_transparent = void;
+    size_t operator()(const PidKeyView& k) const {
       return std::hash<std::string_view>()(k.first) ^ (static_cast<size_t>(k.second) * 0x9e3779b97f4a7c15ull);
+    }
+    size_t operator()(const PidKey& k) const { return (*this)(PidKeyView{k.first, k.second}); }
+  };
+  struct PidKeyEq {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return a.second == b.second && std::string_view(a.first) == std::string_view(b.first);
     }
   };
 
@@ -555,7 +574,7 @@ class LineWorker {
   RankIndex slots_;
   std::vector<PerRank> per_rank_;
   std::unordered_map<uint32_t, uint64_t> local_hits_;
-  std::unordered_set<std::pair<std::string_view, int>, PidKeyHash> pid_facts_;
+  std::unordered_set<PidKey, PidKeyHash, PidKeyEq> pid_facts_;
   std::string joined_;            // the chunk's messages, each ended by '\n'
   std::vector<uint32_t> ends_;    // offset of each message's '\n' in joined_
   std::vector<uint32_t> candidates_, hit_lines_;
@@ -597,6 +616,7 @@ class Merger {
     name_ranks_.clear();
     wrapper_.clear();
     seq_ = 0;
+    shrank_ = false;
   }
 
   bool busy() const { return summary_.active() || !active_joiners_.empty() || !wrapper_.empty(); }
@@ -649,6 +669,9 @@ class Merger {
       job_.last_time_us = r.max_time;
       job_.last_time_clock = r.max_clock;
     }
+    // Every read of the chunk's lines is done (phase A, and B above and below): a mapped
+    // window that shrank under them has said so by now.
+    if (c.keep && c.keep->shrank()) shrank_ = true;
     if (metric_events_.empty()) {
       // The texts of the few points a series keeps: their lines' messages, parsed again.
       record::Record rec;
@@ -886,6 +909,13 @@ class Merger {
     if (!c.status.ok()) {
       stats().ok = false;
       stats().error = c.status.error().to_string();
+    } else if (shrank_ || c.shrank) {
+      // io delivered every window before the file was cut; the pages the cut took away
+      // read as zeros (io::MappedWindow), so what the source says past the cut is lost.
+      Error e = make_error(ErrorCode::kIo, io::kShrankMessage, {c.src->info.name, 0, ""});
+      stats().ok = false;
+      stats().error = e.to_string();
+      job_.errors.push_back(std::move(e));
     }
     job_.lines += stats().lines;
     job_.bytes += stats().bytes;
@@ -919,6 +949,7 @@ class Merger {
   std::vector<bool> dropped_;  // per hit of the chunk: over the cap
   std::string clean_;
   metrics::ProgressLine progress_;
+  bool shrank_ = false;  // a mapped window of this source shrank under its chunks
 };
 
 // ---------------------------------------------------------------------------------------
@@ -973,7 +1004,7 @@ class Chunker : public io::ByteSink {
   // A window of a mapped file: cut into chunks of about chunk_bytes whose lines point into
   // the window (a line that starts in the window before comes from the framer's copy, in
   // `side`).
-  void data_mapped(std::string_view window, std::shared_ptr<const void> keep) override {
+  void data_mapped(std::string_view window, std::shared_ptr<const io::MappedWindow> keep) override {
     flush();
     for (size_t pos = 0; pos < window.size();) {
       const std::string_view piece = window.substr(pos, opt_.chunk_bytes);
@@ -987,6 +1018,9 @@ class Chunker : public io::ByteSink {
       pos += piece.size();
       flush();
     }
+    // The framer read every byte of the window (a line still open is copied out of it):
+    // a window that shrank meanwhile may be one no chunk points into.
+    shrank_ = shrank_ || keep->shrank();
   }
 
   void end(const io::SourceInfo&, const Status& status) override {
@@ -999,6 +1033,8 @@ class Chunker : public io::ByteSink {
     e->source_bytes = source_bytes_;
     e->total_lines = framer_.lines();
     e->cut_lines = framer_.cut_lines();
+    e->shrank = shrank_;
+    shrank_ = false;
     send(std::move(e));
     src_.reset();
   }
@@ -1057,6 +1093,7 @@ class Chunker : public io::ByteSink {
   std::function<std::unique_ptr<Chunk>()> fresh_;
   std::shared_ptr<const SourceCtx> src_;
   std::unique_ptr<Chunk> cur_;
+  bool shrank_ = false;  // a mapped window of the current source shrank (io::MappedWindow)
   record::LineFramer framer_;
   uint32_t next_source_ = 0;
   uint64_t next_seq_ = 0;
