@@ -990,12 +990,22 @@ void read_numbers(Ctx& c) {
     f.role = "root";
     f.confidence = 0.7;
     f.evidence = terminal->evidence;
-    f.summary = terminal->summary + ". " + (e ? e->summary : std::string());
+    // No KB entry can hold it yet (an entry needs a pattern a real program prints), so
+    // the words are here unless a --kb entry of this id supplies them.
+    f.summary = terminal->summary + ". " +
+                (e ? e->summary
+                   : std::string("No error line says so, but the fp16 loss scale only falls this far when "
+                                 "gradients overflow at every step."));
     if (e) {
       f.root_cause = e->root_cause;
       f.fix = e->fix;
       f.verify = e->verify;
       for (const auto& r : e->references) f.references.push_back(r.url);
+    } else {
+      f.fix = {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and "
+               "gradient clipping.",
+               "Switch to bf16 if the hardware supports it."};
+      f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
     }
     f.fingerprint = template_::fingerprint(f.id, "");
     d.primary = std::move(f);
