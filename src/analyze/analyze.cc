@@ -1055,6 +1055,11 @@ void read_progress(Ctx& c) {
 
 std::string ranks_phrase(int n) { return n == 1 ? "1 rank" : std::to_string(n) + " ranks"; }
 
+// What was not read, one reason each (a failed verdict keeps them as notes).
+void add_unread_reasons(Ctx& c) {
+  for (const auto& u : c.numbers.unread) c.d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+}
+
 // 10. The verdict, by the first rule that holds, with its reasons.
 void decide_verdict(Ctx& c) {
   Diagnosis& d = c.d;
@@ -1063,7 +1068,7 @@ void decide_verdict(Ctx& c) {
     d.verdict = VerdictKind::kFailed;
     Reason r{"diagnosis.primary", "the first failure: " + d.primary->title, d.primary->evidence.front()};
     d.reasons.push_back(std::move(r));
-    for (const auto& u : c.numbers.unread) d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+    add_unread_reasons(c);
     return;
   }
   for (const auto& rec : d.recovered) {
@@ -1100,7 +1105,7 @@ void decide_verdict(Ctx& c) {
   if (d.verdict == VerdictKind::kDegraded) return;
   if (c.on(Rule::kVerdictIncompleteInput) && !c.numbers.unread.empty()) {
     d.verdict = VerdictKind::kIncomplete;
-    for (const auto& u : c.numbers.unread) d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+    add_unread_reasons(c);
     return;
   }
   if (c.on(Rule::kVerdictHealthyCompletion) && !c.completions.empty()) {
@@ -1147,6 +1152,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
                    const kb::KnowledgeBase& kb, const JobNumbers& numbers) {
   Diagnosis d;
   d.sources = sources;
+  d.errors = numbers.unread;  // the input problems, shown beside the verdict
   for (const auto& s : sources) {
     d.lines += s.lines;
     d.bytes += s.bytes;

@@ -34,7 +34,7 @@ struct JobNumbers {
   // control run. Such lines never become the primary failure (they are noise).
   std::function<bool(std::string_view)> seen_in_control;
   // What was not read (input errors, a read limit reached, a truncated stream): a job
-  // with any is never healthy (rule verdict.incomplete-input).
+  // with any is never healthy (rule verdict.incomplete-input); also Diagnosis::errors.
   std::vector<std::string> unread;
   // The reasoning rules that apply (all, unless a test switches some off).
   RuleSwitches rules = RuleSwitches::from_environment();

@@ -118,7 +118,6 @@ int run_diagnose(const Options& opt) {
   analyze::JobNumbers numbers{&stats.series, &loaded->engine->metric_aliases(), stats.last_time_us, stats.last_time_clock};
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
-  for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);

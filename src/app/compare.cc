@@ -93,7 +93,6 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
                               std::move(seen_in_control)};
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
-  for (const auto& e : stats.errors) d.errors.push_back(e.to_string());
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   if (read_anything) *read_anything = !stats.sources.empty();
