@@ -520,7 +520,7 @@ TEST_F(Hostile, DirectoryLoopThroughSymlinks) {
   fs::create_symlink("loop2.log", dir_ / "logs" / "loop1.log");
   fs::create_symlink("loop1.log", dir_ / "logs" / "loop2.log");
   Outcome r;
-  json j = diagnose({path("logs")}, &r, 30 * kSlow);
+  json j = diagnose({"--follow", path("logs")}, &r, 30 * kSlow);  // links are not followed unless asked
   expect_killed_rank1(j, r);
   EXPECT_EQ(j["inputs"]["sources"].size(), 1u) << "the log is read once";
   EXPECT_NE(j["inputs"]["notes"].dump().find("loop"), std::string::npos) << j["inputs"]["notes"].dump();
@@ -793,6 +793,51 @@ TEST_F(Hostile, SuggestedCommandsAreQuotedForTheShell) {
   EXPECT_EQ(printed.rfind("[search]\n[ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8`", 0), 0u)
       << printed;
   expect_nothing_made();
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 14: a folder walk does not follow symbolic links (as find and ripgrep), so a link
+// planted in a log folder cannot make firstfault read, and report on, files outside the
+// inputs named. Skipped links are noted; -L/--follow follows them; a link named as an
+// input is followed.
+TEST_F(Hostile, SymlinksInAFolderAreNotFollowedUnlessAsked) {
+  write_file(dir_ / "logs" / "ok.log", "[rank0]: step 1 loss 1.5\n");
+  write_file(dir_ / "outside" / "secret.log", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  fs::create_symlink(dir_ / "outside" / "secret.log", dir_ / "logs" / "link.log");
+  fs::create_directory_symlink(dir_ / "outside", dir_ / "logs" / "linkdir");
+  Outcome r;
+  json j = diagnose({path("logs")}, &r);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(j["verdict"], "healthy");
+  EXPECT_EQ(j["inputs"]["sources"].size(), 1u) << j["inputs"].dump();
+  const std::string notes = j["inputs"]["notes"].dump();
+  EXPECT_NE(notes.find("skipped symbolic link " + path("logs/link.log")), std::string::npos) << notes;
+  EXPECT_NE(notes.find("skipped symbolic link " + path("logs/linkdir")), std::string::npos) << notes;
+  EXPECT_TRUE(j["inputs"]["errors"].empty()) << "a note, not an error";
+  for (const std::string flag : {"-L", "--follow"}) {
+    j = diagnose({flag, path("logs")}, &r);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    ASSERT_TRUE(j["primary"].is_object()) << r.out.substr(0, 300) << r.err;
+    EXPECT_EQ(j["primary"]["rank"], 3);
+  }
+  // Named on the command line: followed.
+  j = diagnose({path("logs/link.log")}, &r);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  j = diagnose({path("logs/linkdir")}, &r);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  // The other commands that read folders take the flag too.
+  Outcome e = run({"events", "-L", path("logs")});
+  EXPECT_EQ(e.rc, 1) << e.err;
+  EXPECT_NE(e.out.find("secret.log"), std::string::npos) << e.out;
+  EXPECT_EQ(run({"events", path("logs")}).out.find("secret.log"), std::string::npos);
+  Outcome d = run({"diff", "--follow", path("logs"), "--control", path("logs/ok.log")});
+  EXPECT_EQ(d.rc, 1) << d.err;
+  EXPECT_NE(d.out.find("illegal memory access"), std::string::npos) << d.out;
+  Outcome v = run({"verify", "-L", "--before", path("logs"), "--after", path("logs/ok.log")});
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ std::string cache_dir(const Options& opt) {
 scan::ScanOptions scan_options(const Options& opt) {
   scan::ScanOptions so;
   if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
+  so.read.follow_symlinks = opt.follow_symlinks;
   so.threads = opt.threads;
   if (opt.chunk_bytes > 0) so.chunk_bytes = opt.chunk_bytes;
   if (opt.map_min > 0) {

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       "a bound on archive and compression bombs";
   diag->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(diag, opt);
+  ff::app::add_follow_flag(diag, opt);
   diag->footer(kExitCodes);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(events, opt);
+  ff::app::add_follow_flag(events, opt);
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
   diff->add_option("--control,-c", opt.control, "Logs of a healthy run of the same job")->required();
   diff->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
+  ff::app::add_follow_flag(diff, opt);
   diff->footer("Exit codes: 0 nothing new and healthy, 1 differences or a failure found, 2 could not run.");
 
   auto* verify = app.add_subcommand(
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
   verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
   verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  ff::app::add_follow_flag(verify, opt);
   verify->footer("Exit codes: 0 the original failure is gone and no new failure appeared, 1 still failing or "
                  "replaced by a different failure, 2 could not run (or the --before logs show no failure).");
 

@@ -1194,8 +1194,15 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
 void read_file(Context& c, const std::string& path, Origin origin, Tally& tally) {
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
   if (origin == Origin::kWalk) flags |= O_NONBLOCK;
+  // Not through a link the walk did not see (the name was swapped for one since).
+  const bool no_links = origin == Origin::kWalk && !c.options.follow_symlinks;
+  if (no_links) flags |= O_NOFOLLOW;
   UniqueFd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
+    if (no_links && errno == ELOOP) {
+      c.note("skipped symbolic link " + path + " (-L/--follow follows links in folders)");
+      return;
+    }
     c.error(errno_error(errno, path), tally);
     return;
   }
@@ -1232,16 +1239,27 @@ std::string join_path(const std::string& dir, const std::string& name) {
 using VisitedDirs = std::set<std::pair<dev_t, ino_t>>;
 
 // Depth-first, entries sorted by name (bytewise) so the order is the same on every
-// filesystem. Hidden entries are skipped. Symlinks are followed; a directory reached twice
-// (a symlink loop, or two links to one place) is read once.
-void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& tally) {
+// filesystem. Hidden entries are skipped. Symlinks are skipped with a note unless
+// ReadOptions::follow_symlinks; followed, a directory reached twice (a symlink loop, or
+// two links to one place) is read once. `top`: the directory named as an input (followed
+// if it is a link, as any input).
+void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& tally, bool top = true) {
   std::vector<std::string> names;
   {
     // The directory is read fully and closed before recursing, so deep trees don't hold
-    // one descriptor per level.
-    DirPtr d(::opendir(dir.c_str()));
+    // one descriptor per level. Below the top, not through a link that replaced the
+    // directory since it was looked at.
+    const bool no_links = !top && !c.options.follow_symlinks;
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (no_links ? O_NOFOLLOW : 0));
+    DirPtr d(dfd >= 0 ? ::fdopendir(dfd) : nullptr);
     if (!d) {
-      c.error(errno_error(errno, dir), tally);
+      const int err = errno;
+      if (dfd >= 0) ::close(dfd);
+      if (no_links && (err == ELOOP || err == ENOTDIR)) {
+        c.note("skipped symbolic link " + dir + " (-L/--follow follows links in folders)");
+      } else {
+        c.error(errno_error(err, dir), tally);
+      }
       return;
     }
     for (;;) {
@@ -1260,7 +1278,21 @@ void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& t
     if (c.stopped) return;
     const std::string path = join_path(dir, name);
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    if (!c.options.follow_symlinks) {
+      if (::lstat(path.c_str(), &st) != 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+          c.note("skipped " + path + ": removed while reading the directory");
+        } else {
+          c.error(errno_error(err, path), tally);
+        }
+        continue;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        c.note("skipped symbolic link " + path + " (-L/--follow follows links in folders)");
+        continue;
+      }
+    } else if (::stat(path.c_str(), &st) != 0) {
       const int err = errno;
       struct stat lst {};
       if (err == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
@@ -1279,7 +1311,7 @@ void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& t
         c.note("skipped " + path + ": directory already visited (symbolic link loop)");
         continue;
       }
-      walk_dir(c, path, visited, tally);
+      walk_dir(c, path, visited, tally, false);
     } else if (S_ISREG(st.st_mode)) {
       read_file(c, path, Origin::kWalk, tally);
     } else {

@@ -640,7 +640,7 @@ TEST_F(IoTest, NestedDirectoriesDepthFirstByName) {
   EXPECT_EQ(sink.sources[1].info.encoding, "gzip");
 }
 
-TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowed) {
+TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowedWhenAsked) {
   write_file(path("r/sub/x.log"), "x\n");
   write_file(path("outside.log"), "outside\n");
   fs::create_directory_symlink("..", path("r/sub/up"));    // loop back to r
@@ -648,7 +648,9 @@ TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowed) {
   fs::create_symlink(path("outside.log"), path("r/link.log"));
   fs::create_symlink(path("nowhere"), path("r/dangling.log"));
   Collect sink;
-  InputReport rep = read_inputs({path("r")}, sink);
+  ReadOptions opt;
+  opt.follow_symlinks = true;
+  InputReport rep = read_inputs({path("r")}, sink, opt);
   EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
   EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/link.log"), path("r/sub/x.log")}));
   EXPECT_EQ(sink.sources[0].data, "outside\n");
@@ -659,6 +661,31 @@ TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowed) {
   }
   EXPECT_TRUE(loop_note);
   EXPECT_TRUE(dangling_note);
+}
+
+// Issue 14: by default a walk does not follow links (a link planted in a log folder must
+// not make firstfault read files elsewhere); each one skipped is a note. A link named as
+// an input is followed, to a file or to a folder.
+TEST_F(IoTest, SymlinksInAWalkAreSkippedWithANoteUnlessFollowed) {
+  write_file(path("r/sub/x.log"), "x\n");
+  write_file(path("outside/o.log"), "outside\n");
+  fs::create_directory_symlink("..", path("r/sub/up"));
+  fs::create_directory_symlink(path("outside"), path("r/dir"));
+  fs::create_symlink(path("outside/o.log"), path("r/link.log"));
+  fs::create_symlink(path("nowhere"), path("r/dangling.log"));
+  Collect sink;
+  InputReport rep = read_inputs({path("r")}, sink);
+  EXPECT_TRUE(rep.errors.empty()) << (rep.errors.empty() ? "" : rep.errors[0].to_string());
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/sub/x.log")}));
+  for (const char* link : {"r/dangling.log", "r/dir", "r/link.log", "r/sub/up"}) {
+    bool noted = false;
+    for (const std::string& n : rep.notes) noted |= n.find("skipped symbolic link " + path(link) + " ") == 0;
+    EXPECT_TRUE(noted) << link;
+  }
+  Collect named;
+  rep = read_inputs({path("r/link.log"), path("r/dir")}, named);
+  EXPECT_TRUE(rep.errors.empty());
+  EXPECT_EQ(named.names(), (std::vector<std::string>{path("r/link.log"), path("r/dir/o.log")}));
 }
 
 TEST_F(IoTest, EmptyDirectoryIsAnError) {
