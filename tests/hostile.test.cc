@@ -841,3 +841,73 @@ TEST_F(Hostile, SymlinksInAFolderAreNotFollowedUnlessAsked) {
 }
 
 }  // namespace
+
+namespace {
+
+const char* const kEntry = R"(id: ID
+title: TITLE
+category: model-code
+severity: fatal
+phase: forward
+frameworks: [pytorch]
+summary: s
+mechanism: m
+affected: [any]
+confirm: [look at the log]
+root_cause: r
+fix: [do this]
+verify: run it again
+references: [{url: 'https://example.org'}]
+patterns:
+  - {id: p, role: root, literal: 'MARKER'}
+examples: ['MARKER at step 3']
+)";
+
+std::string entry(const std::string& id, const std::string& title, const std::string& marker) {
+  return replace_all(replace_all(replace_all(kEntry, "ID", id), "TITLE", title), "MARKER", marker);
+}
+
+// Issue 14: a --kb entry with invalid UTF-8 aborted `kb list --format json` (nlohmann's
+// dump() throws on it; exit 134). It is now a load error with the file and line, and the
+// output stays valid JSON.
+TEST_F(Hostile, InvalidUtf8InAKbEntryIsALoadErrorNotACrash) {
+  write_file(dir_ / "kb" / "bad.yaml", entry("mine.bad.title", "bad \xff\xfe title \xc0\xaf", "BAD_TITLE_MARKER"));
+  write_file(dir_ / "kb" / "good.yaml", entry("mine.good", "good title", "GOOD_MARKER"));
+  for (const std::string fmt : {"json", "text"}) {
+    Outcome r = run({"--kb", path("kb"), "kb", "list", "--format", fmt});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("bad.yaml:2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("UTF-8"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("mine.good"), std::string::npos);
+    if (fmt == "json") {
+      EXPECT_FALSE(json::parse(r.out, nullptr, false).is_discarded()) << r.out.substr(0, 300);
+    }
+  }
+  Outcome c = run({"--kb", path("kb"), "kb", "check"});
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("bad.yaml:2"), std::string::npos) << c.out;
+}
+
+// Two --kb files with one id: reported (and counted by kb check), not one silently
+// winning. Overriding an embedded entry with a --kb one of the same id is a feature and
+// stays quiet.
+TEST_F(Hostile, DuplicateIdsAcrossKbFilesAreReported) {
+  write_file(dir_ / "kb" / "a.yaml", entry("mine.dup", "first", "DUP_MARKER_ONE"));
+  write_file(dir_ / "kb" / "sub" / "b.yaml", entry("mine.dup", "second", "DUP_MARKER_TWO"));
+  write_file(dir_ / "kb2" / "c.yaml", entry("mine.dup", "third", "DUP_MARKER_THREE"));
+  Outcome r = run({"--kb", path("kb"), "--kb", path("kb2"), "kb", "list"});
+  EXPECT_NE(r.err.find("duplicate id 'mine.dup'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("b.yaml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c.yaml"), std::string::npos) << r.err;
+  Outcome c = run({"--kb", path("kb"), "--kb", path("kb2"), "kb", "check"});
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("2 error(s)"), std::string::npos) << c.out;
+  // An override of an embedded entry: no duplicate error, and the override is used.
+  write_file(dir_ / "kb3" / "oom.yaml", entry("pytorch.cuda.out-of-memory", "our own OOM page", "OUR_OOM_MARKER"));
+  Outcome o = run({"--kb", path("kb3"), "explain", "pytorch.cuda.out-of-memory"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.err.find("duplicate"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("our own OOM page"), std::string::npos) << o.out.substr(0, 300);
+}
+
+}  // namespace

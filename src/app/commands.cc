@@ -250,7 +250,8 @@ int run_kb_list(const Options& opt) {
                  escape_for_terminal(e.phase), escape_for_terminal(e.title));
     }
   }
-  if (opt.format == "json") std::cout << arr.dump(2) << "\n";
+  // replace: a text that is not UTF-8 must not abort the dump (nlohmann throws by default).
+  if (opt.format == "json") std::cout << arr.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   return listed > 0 ? 0 : 1;
 }
 

@@ -382,8 +382,29 @@ struct Loader {
 
 namespace {
 
+// 1-based line of the first byte of `s` that is not valid UTF-8, or 0 when it is all valid.
+int first_invalid_utf8_line(std::string_view s) {
+  const std::string clean = sanitize_utf8(s);
+  if (clean == s) return 0;
+  // sanitize_utf8 keeps valid bytes and puts U+FFFD (3 bytes) for each bad one: the first
+  // difference is where the first bad byte was.
+  size_t i = 0;
+  while (i < s.size() && i < clean.size() && s[i] == clean[i]) ++i;
+  return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(i), '\n'));
+}
+
+// `override_files`: the id -> file of the entries the override directories gave so far:
+// an id an override gives twice is an error (which one is meant cannot be told), while
+// an override of an embedded entry is the feature (kb/README.md).
 void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
-               std::map<std::string, std::string>& id_files, bool is_override) {
+               std::map<std::string, std::string>& id_files, bool is_override,
+               std::map<std::string, std::string>& override_files) {
+  // Every text of the KB is shown and written as UTF-8 (JSON output cannot hold anything
+  // else: nlohmann throws on it); a file that is not is refused, saying where.
+  if (int line = first_invalid_utf8_line(f.content); line > 0) {
+    errors.push_back(make_error(ErrorCode::kInvalidKb, "not valid UTF-8; the file is skipped", {f.path, line, ""}));
+    return;
+  }
   YAML::Node doc;
   try {
     doc = YAML::Load(f.content);
@@ -405,6 +426,16 @@ void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
       errors.push_back(make_error(ErrorCode::kInvalidKb, "duplicate id '" + e.id + "' (also in " + seen->second + ")",
                                   {f.path, doc["id"].Mark().line + 1, "id"}));
       return;
+    }
+    if (is_override) {
+      auto twice = override_files.find(e.id);
+      if (twice != override_files.end()) {
+        errors.push_back(make_error(ErrorCode::kInvalidKb,
+                                    "duplicate id '" + e.id + "' (also in " + twice->second + ", which is used)",
+                                    {f.path, doc["id"].Mark().line + 1, "id"}));
+        return;
+      }
+      override_files[e.id] = f.path;
     }
     id_files[e.id] = f.path;
     Loader::add(kb, std::move(e));
@@ -710,10 +741,10 @@ LoadResult load_files(const std::vector<File>* files, const std::vector<std::str
     r.errors.insert(r.errors.end(), cached_errors.begin(), cached_errors.end());
   } else {
     // 3. Parse.
-    std::map<std::string, std::string> id_files;
+    std::map<std::string, std::string> id_files, override_files;
     size_t first_parse_error = r.errors.size();
-    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false);
-    for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true);
+    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false, override_files);
+    for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true, override_files);
     if (!cache_file.empty())
       write_cache(options.cache_dir, cache_file, hash, r.kb,
                   std::vector<Error>(r.errors.begin() + static_cast<long>(first_parse_error), r.errors.end()));
