@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -121,7 +122,8 @@ class Hostile : public ::testing::Test {
     const std::string out = path("stdout"), err = path("stderr");
     // Everything the child needs is made before fork(): the FIFO test forks while a writer
     // thread runs, so the child calls only async-signal-safe functions.
-    std::vector<std::string> env = {"FIRSTFAULT_CACHE_DIR=" + shared_cache().string(), "NO_COLOR=1"};
+    std::vector<std::string> env = {"FIRSTFAULT_CACHE_DIR=" + (cache_dir_.empty() ? shared_cache().string() : cache_dir_),
+                                    "NO_COLOR=1"};
     const char* asan = std::getenv("ASAN_OPTIONS");
     if (!asan_extra_.empty()) env.push_back("ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":" + asan_extra_);
     for (char** e = environ; *e != nullptr; ++e) {
@@ -206,6 +208,7 @@ class Hostile : public ::testing::Test {
 
   fs::path dir_;
   std::string asan_extra_;  // appended to ASAN_OPTIONS in the child
+  std::string cache_dir_;   // the cache of the runs; empty: the suite's shared one
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -908,6 +911,145 @@ TEST_F(Hostile, DuplicateIdsAcrossKbFilesAreReported) {
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_EQ(o.err.find("duplicate"), std::string::npos) << o.err;
   EXPECT_NE(o.out.find("our own OOM page"), std::string::npos) << o.out.substr(0, 300);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 14, the caches (DESIGN.md, Safety: written atomically, never through a symlink,
+// checked by a checksum, pruned only of their own files). Each test has a cache folder of
+// its own, so each first run compiles (seconds); deadlines catch a hang.
+class HostileCache : public Hostile {
+ protected:
+  void SetUp() override {
+    Hostile::SetUp();
+    cache_dir_ = path("cache");
+  }
+  // The cache's files after a run that filled it.
+  std::vector<fs::path> cache_files() const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(cache_dir_)) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  void fill_cache() {
+    Outcome r;
+    json j = diagnose({kKilledLog}, &r, 120 * kSlow);
+    expect_killed_rank1(j, r);
+    ASSERT_FALSE(cache_files().empty());
+  }
+  static size_t lines_with(const std::string& text, const std::string& word) {
+    size_t n = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) n += line.find(word) != std::string::npos;
+    return n;
+  }
+};
+
+TEST_F(HostileCache, AFifoPlantedAtTheCachePathDoesNotHang) {
+  fill_cache();
+  for (const fs::path& p : cache_files()) {
+    fs::remove(p);
+    ASSERT_EQ(::mkfifo(p.c_str(), 0644), 0);
+  }
+  Outcome r;
+  json j = diagnose({kKilledLog}, &r, 60 * kSlow);  // opened without O_NONBLOCK, every run hung here
+  expect_killed_rank1(j, r);
+}
+
+TEST_F(HostileCache, AnUnwritableCacheIsSaidOncePerRun) {
+  // A "folder" below a regular file: nothing can be created there, also for root.
+  write_file(dir_ / "file", "x");
+  cache_dir_ = path("file/cache");
+  for (int run_no = 0; run_no < 2; ++run_no) {
+    Outcome r;
+    json j = diagnose({kKilledLog}, &r, 120 * kSlow);
+    expect_killed_rank1(j, r);
+    EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+    EXPECT_NE(r.err.find("file/cache"), std::string::npos) << r.err;
+  }
+  // A read-only folder (as a user: root writes anyway).
+  fs::create_directories(dir_ / "ro");
+  fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  cache_dir_ = path("ro");
+  auto drop = [] {
+    if (::geteuid() != 0) return true;
+    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0;
+  };
+  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, drop);
+  if (r.rc == 77) GTEST_SKIP() << "running as root and cannot drop privileges";
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+}
+
+TEST_F(HostileCache, PlantedSymlinksAreNotWrittenThrough) {
+  fill_cache();
+  write_file(dir_ / "victim", "precious\n");
+  std::vector<std::string> names;
+  for (const fs::path& p : cache_files()) names.push_back(p.string());
+  for (const std::string& n : names) fs::remove(n);
+  // Links at the cache files' paths, and at the temporary names the old writer used
+  // (path + ".tmp" + pid: the child's pid is known in the child, before exec).
+  for (const std::string& n : names) fs::create_symlink(dir_ / "victim", n);
+  std::vector<std::string> tmp_bases;
+  for (const std::string& n : names) tmp_bases.push_back(n + ".tmp");
+  const std::string victim = path("victim");
+  auto plant = [&] {
+    const std::string pid = std::to_string(::getpid());
+    for (const std::string& b : tmp_bases) {
+      ::unlink((b + pid).c_str());
+      if (::symlink(victim.c_str(), (b + pid).c_str()) != 0) return false;
+    }
+    return true;
+  };
+  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, plant);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(read_file(dir_ / "victim"), "precious\n") << "written through a planted link";
+  // The cache works again afterwards: regular files where the links were.
+  Outcome again;
+  json j = diagnose({kKilledLog}, &again, 60 * kSlow);
+  expect_killed_rank1(j, again);
+  EXPECT_EQ(read_file(dir_ / "victim"), "precious\n");
+}
+
+TEST_F(HostileCache, ABitFlippedInTheKbCacheIsNoticedAndTheCacheRewritten) {
+  fill_cache();
+  fs::path kb_file;
+  for (const fs::path& p : cache_files()) {
+    if (p.filename().string().rfind("kb-", 0) == 0) kb_file = p;
+  }
+  ASSERT_FALSE(kb_file.empty());
+  const std::string good = read_file(kb_file);
+  const std::string title = "CUDA illegal memory access";
+  const size_t at = good.find(title);
+  ASSERT_NE(at, std::string::npos);
+  std::string bad = good;
+  bad[at + 5] ^= 1;  // "illegal" -> "hllegal": same length, every count still right
+  write_file(kb_file, bad);
+  Outcome r = run({"kb", "list"}, 60 * kSlow);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(title), std::string::npos);
+  EXPECT_EQ(r.out.find("CUDA hllegal"), std::string::npos) << "the damaged text was used";
+  EXPECT_TRUE(read_file(kb_file) == good) << "the cache is written again";
+}
+
+TEST_F(HostileCache, PruningLeavesFilesThatAreNotTheCaches) {
+  fs::create_directories(cache_dir_);
+  // Files of someone else's that happen to be named like ours, older than anything the
+  // run writes: pruning (8 kept per cache) used to remove them.
+  for (int i = 0; i < 12; ++i) {
+    for (const char* prefix : {"kb-", "patterns-"}) {
+      const fs::path p = dir_ / "cache" / (std::string(prefix) + "notes-" + std::to_string(i) + ".txt");
+      write_file(p, "my own file\n");
+      fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(1 + i));
+    }
+  }
+  fill_cache();
+  size_t foreign = 0;
+  for (const fs::path& p : cache_files()) foreign += p.filename().string().find("notes-") != std::string::npos;
+  EXPECT_EQ(foreign, 24u);
 }
 
 }  // namespace

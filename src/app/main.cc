@@ -15,6 +15,8 @@
 #include "app/commands.h"
 #include "app/perf.h"
 #include "app/compare.h"
+#include "base/cache.h"
+#include "base/escape.h"
 #include "kb/kb.h"
 #include "report/report.h"
 #include "scan/scan.h"
@@ -125,21 +127,32 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
-  if (diag->parsed()) return ff::app::run_diagnose(opt);
-  if (events->parsed()) {
-    if (opt.format == "text" && events->count("--format") == 0) opt.format = "jsonl";
-    return ff::app::run_events(opt);
+  auto dispatch = [&]() -> int {
+    if (diag->parsed()) return ff::app::run_diagnose(opt);
+    if (events->parsed()) {
+      if (opt.format == "text" && events->count("--format") == 0) opt.format = "jsonl";
+      return ff::app::run_events(opt);
+    }
+    if (kb_check->parsed()) return ff::app::run_kb_check(opt);
+    if (kb_list->parsed()) return ff::app::run_kb_list(opt);
+    if (kb_literals->parsed()) return ff::app::run_kb_literals(opt);
+    if (explain->parsed()) return ff::app::run_explain(opt);
+    if (search->parsed()) return ff::app::run_search(opt);
+    if (site->parsed()) return ff::app::run_site(opt);
+    if (diff->parsed()) {
+      if (diff->count("--limit") == 0) opt.limit = 20;
+      return ff::app::run_diff(opt);
+    }
+    if (verify->parsed()) return ff::app::run_verify(opt);
+    return 2;
+  };
+  const int rc = dispatch();
+  // A cache that cannot be written makes every run compile the KB and the patterns again
+  // (seconds): said once per run, whatever failed to be written.
+  if (auto problem = ff::take_cache_problem()) {
+    fmt::print(stderr, "firstfault: {} (each run compiles again; FIRSTFAULT_CACHE_DIR chooses another place, "
+                       "--no-cache turns it off)\n",
+               ff::escape_for_terminal(*problem));
   }
-  if (kb_check->parsed()) return ff::app::run_kb_check(opt);
-  if (kb_list->parsed()) return ff::app::run_kb_list(opt);
-  if (kb_literals->parsed()) return ff::app::run_kb_literals(opt);
-  if (explain->parsed()) return ff::app::run_explain(opt);
-  if (search->parsed()) return ff::app::run_search(opt);
-  if (site->parsed()) return ff::app::run_site(opt);
-  if (diff->parsed()) {
-    if (diff->count("--limit") == 0) opt.limit = 20;
-    return ff::app::run_diff(opt);
-  }
-  if (verify->parsed()) return ff::app::run_verify(opt);
-  return 2;
+  return rc;
 }
