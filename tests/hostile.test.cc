@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -121,7 +124,8 @@ class Hostile : public ::testing::Test {
     const std::string out = path("stdout"), err = path("stderr");
     // Everything the child needs is made before fork(): the FIFO test forks while a writer
     // thread runs, so the child calls only async-signal-safe functions.
-    std::vector<std::string> env = {"FIRSTFAULT_CACHE_DIR=" + shared_cache().string(), "NO_COLOR=1"};
+    std::vector<std::string> env = {"FIRSTFAULT_CACHE_DIR=" + (cache_dir_.empty() ? shared_cache().string() : cache_dir_),
+                                    "NO_COLOR=1"};
     const char* asan = std::getenv("ASAN_OPTIONS");
     if (!asan_extra_.empty()) env.push_back("ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":" + asan_extra_);
     for (char** e = environ; *e != nullptr; ++e) {
@@ -137,10 +141,11 @@ class Hostile : public ::testing::Test {
     argv.push_back(const_cast<char*>(FF_BINARY));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    const char* stdin_path = stdin_.empty() ? "/dev/null" : stdin_.c_str();
     auto t0 = std::chrono::steady_clock::now();
     pid_t pid = ::fork();
     if (pid == 0) {
-      int in = ::open("/dev/null", O_RDONLY);
+      int in = ::open(stdin_path, O_RDONLY);
       int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (in < 0 || o < 0 || e < 0) ::_exit(126);
@@ -207,6 +212,8 @@ class Hostile : public ::testing::Test {
 
   fs::path dir_;
   std::string asan_extra_;  // appended to ASAN_OPTIONS in the child
+  std::string cache_dir_;   // the cache of the runs; empty: the suite's shared one
+  std::string stdin_;       // the runs' standard input; empty: /dev/null
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -449,6 +456,106 @@ TEST_F(Hostile, TarBombsStopAtTheLimitsWithAClearMessage) {
   EXPECT_LE(c["inputs"]["bytes"].get<uint64_t>(), 16ull << 20);
 }
 
+// Issue 14, item 9: a tar past the member limit was diagnosed from its first 100,000
+// members and said HEALTHY (exit 0), and verify --after it said FIXED. What was not read
+// makes the answer incomplete.
+TEST_F(Hostile, AnArchivePastTheMemberLimitIsIncompleteNotHealthy) {
+  const std::string healthy = std::string(FF_SOURCE_DIR) + "/tests/data/09_healthy__tee.log";
+  const std::string failed = std::string(FF_SOURCE_DIR) + "/tests/data/01_rank_exception__tee.log";
+  {
+    std::ofstream out(dir_ / "many.tar", std::ios::binary);
+    out << tar_member("job/rank0.log", read_file(healthy));
+    for (int i = 0; i <= 100000; ++i) out << tar_header("d/" + std::to_string(i) + "/", 0, '5');
+    out << std::string(1024, '\0');
+  }
+  Outcome whole;
+  json h = diagnose({healthy}, &whole);
+  ASSERT_EQ(h["verdict"], "healthy") << "the log alone is a healthy run";
+  Outcome r;
+  json j = diagnose({path("many.tar")}, &r, 120 * kSlow);
+  EXPECT_EQ(j["verdict"], "incomplete") << j.dump().substr(0, 800);
+  EXPECT_EQ(r.rc, 3);
+  ASSERT_TRUE(j["inputs"]["errors"].is_array());
+  EXPECT_FALSE(j["inputs"]["errors"].empty());
+  EXPECT_NE(r.err.find("more than 100000 members"), std::string::npos) << r.err;
+  Outcome v = run({"verify", "--before", failed, "--after", path("many.tar")}, 120 * kSlow);
+  EXPECT_EQ(v.rc, 3) << v.out.substr(0, 800);
+  EXPECT_EQ(v.out.find("FIXED"), std::string::npos) << v.out.substr(0, 800);
+}
+
+// Issue 14, item 9: a log in a legacy encoding (here GBK, most bytes not UTF-8) was
+// skipped as binary, and inside a folder the job then looked healthy with nothing said.
+// Like ripgrep, binary is decided by control bytes; the log is read and its failure found.
+TEST_F(Hostile, ALogInALegacyEncodingIsReadNotSkippedAsBinary) {
+  std::string gbk;
+  // "training failed, not enough GPU memory" in GBK, as a Chinese-locale logger writes it.
+  for (int i = 0; i < 40; ++i) gbk += "[2026-11-30 10:00:" + std::to_string(10 + i % 50) + "] \xd1\xb5\xc1\xb7\xca\xa7\xb0\xdc\xa3\xac\xcf\xd4\xb4\xe6\xb2\xbb\xd7\xe3\n";
+  gbk += "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.\n";
+  write_file(dir_ / "job" / "train.log", gbk);
+  Outcome r;
+  json j = diagnose({path("job")}, &r);
+  EXPECT_EQ(r.err.find("binary"), std::string::npos) << r.err;
+  EXPECT_EQ(j["verdict"], "failed") << j.dump().substr(0, 800);
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_EQ(j["primary"]["category"], "gpu-memory");
+  EXPECT_EQ(r.rc, 1);
+}
+
+// Issue 14, item 10: `yes | firstfault diagnose -` read to the 256 GiB cap, and Ctrl-C
+// then printed nothing. Now the first SIGINT or SIGTERM stops the reading, and the report
+// for what was read comes out, incomplete (exit 3), the interruption named on stderr; for
+// a stream that keeps coming and for one that stalls (a read() blocked on the pipe).
+TEST_F(Hostile, CtrlCOnAStreamThatNeverEndsPrintsTheAnswerSoFar) {
+  std::signal(SIGPIPE, SIG_IGN);
+  for (int sig : {SIGINT, SIGTERM}) {
+    for (bool stall : {false, true}) {
+      SCOPED_TRACE(std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") + (stall ? ", stalled stream" : ", endless stream"));
+      const std::string fifo = path("in.fifo");
+      ::unlink(fifo.c_str());
+      ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+      std::atomic<bool> stop{false};
+      std::thread writer([&] {
+        int fd = ::open(fifo.c_str(), O_WRONLY);
+        if (fd < 0) return;
+        std::string block;
+        for (int i = 1; i <= 2000; ++i) block += "step " + std::to_string(i) + " loss 0.5 lr 0.0001\n";
+        bool once = false;
+        while (!stop) {
+          if (stall && once) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            continue;
+          }
+          if (::write(fd, block.data(), block.size()) < 0) break;
+          once = true;
+        }
+        ::close(fd);
+      });
+      stdin_ = fifo;
+      bool sent = false;
+      auto start = std::chrono::steady_clock::now();
+      Outcome r = run({"diagnose", "--format", "json", "-"}, 30 * kSlow, {}, [&](pid_t pid) {
+        if (!sent && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1500)) {
+          ::kill(pid, sig);
+          sent = true;
+        }
+      });
+      stop = true;
+      // The writer may still wait in open() when the child never opened the FIFO.
+      int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+      writer.join();
+      if (unblock >= 0) ::close(unblock);
+      stdin_.clear();
+      EXPECT_TRUE(sent);
+      json j = json::parse(r.out, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << "no report: " << r.out.substr(0, 300) << "\nstderr: " << r.err.substr(0, 500);
+      EXPECT_EQ(j["verdict"], "incomplete") << j.dump().substr(0, 600);
+      EXPECT_EQ(r.rc, 3);
+      EXPECT_NE(r.err.find(sig == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)"), std::string::npos) << r.err;
+      EXPECT_GT(j["inputs"]["lines"].get<uint64_t>(), 0u) << "what was read is in the answer";
+    }
+  }
+}
+
 TEST_F(Hostile, TruncatedAndFakeGzip) {
   ASSERT_EQ(std::system(("gzip -c '" + kKilledLog + "' > '" + path("full.gz") + "'").c_str()), 0);
   std::string gz = read_file(path("full.gz"));
@@ -524,7 +631,7 @@ TEST_F(Hostile, DirectoryLoopThroughSymlinks) {
   fs::create_symlink("loop2.log", dir_ / "logs" / "loop1.log");
   fs::create_symlink("loop1.log", dir_ / "logs" / "loop2.log");
   Outcome r;
-  json j = diagnose({path("logs")}, &r, 30 * kSlow);
+  json j = diagnose({"--follow", path("logs")}, &r, 30 * kSlow);  // links are not followed unless asked
   expect_killed_rank1(j, r);
   EXPECT_EQ(j["inputs"]["sources"].size(), 1u) << "the log is read once";
   EXPECT_NE(j["inputs"]["notes"].dump().find("loop"), std::string::npos) << j["inputs"]["notes"].dump();
@@ -798,6 +905,261 @@ TEST_F(Hostile, SuggestedCommandsAreQuotedForTheShell) {
   EXPECT_EQ(printed.rfind("[search]\n[ZyzzyvaError: x'$(touch PWNED6)' \"$(touch PWNED7)\" `touch PWNED8`", 0), 0u)
       << printed;
   expect_nothing_made();
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 14: a folder walk does not follow symbolic links (as find and ripgrep), so a link
+// planted in a log folder cannot make firstfault read, and report on, files outside the
+// inputs named. Skipped links are noted; -L/--follow follows them; a link named as an
+// input is followed.
+TEST_F(Hostile, SymlinksInAFolderAreNotFollowedUnlessAsked) {
+  // A run that completes, so that what the links lead to is all that could make it fail.
+  write_file(dir_ / "logs" / "ok.log", read_file(std::string(FF_SOURCE_DIR) + "/tests/data/09_healthy__tee.log"));
+  write_file(dir_ / "outside" / "secret.log", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  fs::create_symlink(dir_ / "outside" / "secret.log", dir_ / "logs" / "link.log");
+  fs::create_directory_symlink(dir_ / "outside", dir_ / "logs" / "linkdir");
+  Outcome r;
+  json j = diagnose({path("logs")}, &r);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(j["verdict"], "healthy");
+  EXPECT_EQ(j["inputs"]["sources"].size(), 1u) << j["inputs"].dump();
+  const std::string notes = j["inputs"]["notes"].dump();
+  EXPECT_NE(notes.find("skipped symbolic link " + path("logs/link.log")), std::string::npos) << notes;
+  EXPECT_NE(notes.find("skipped symbolic link " + path("logs/linkdir")), std::string::npos) << notes;
+  EXPECT_TRUE(j["inputs"]["errors"].empty()) << "a note, not an error";
+  for (const std::string flag : {"-L", "--follow"}) {
+    j = diagnose({flag, path("logs")}, &r);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    ASSERT_TRUE(j["primary"].is_object()) << r.out.substr(0, 300) << r.err;
+    EXPECT_EQ(j["primary"]["rank"], 3);
+  }
+  // Named on the command line: followed.
+  j = diagnose({path("logs/link.log")}, &r);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  j = diagnose({path("logs/linkdir")}, &r);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  // The other commands that read folders take the flag too.
+  Outcome e = run({"events", "-L", path("logs")});
+  EXPECT_EQ(e.rc, 1) << e.err;
+  EXPECT_NE(e.out.find("secret.log"), std::string::npos) << e.out;
+  EXPECT_EQ(run({"events", path("logs")}).out.find("secret.log"), std::string::npos);
+  Outcome d = run({"diff", "--follow", path("logs"), "--control", path("logs/ok.log")});
+  EXPECT_EQ(d.rc, 1) << d.err;
+  EXPECT_NE(d.out.find("illegal memory access"), std::string::npos) << d.out;
+  Outcome v = run({"verify", "-L", "--before", path("logs"), "--after", path("logs/ok.log")});
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+}
+
+}  // namespace
+
+namespace {
+
+const char* const kEntry = R"(id: ID
+title: TITLE
+category: model-code
+severity: fatal
+phase: forward
+frameworks: [pytorch]
+summary: s
+mechanism: m
+affected: [any]
+confirm: [look at the log]
+root_cause: r
+fix: [do this]
+verify: run it again
+references: [{url: 'https://example.org'}]
+patterns:
+  - {id: p, role: root, literal: 'MARKER'}
+examples: ['MARKER at step 3']
+)";
+
+std::string entry(const std::string& id, const std::string& title, const std::string& marker) {
+  return replace_all(replace_all(replace_all(kEntry, "ID", id), "TITLE", title), "MARKER", marker);
+}
+
+// Issue 14: a --kb entry with invalid UTF-8 aborted `kb list --format json` (nlohmann's
+// dump() throws on it; exit 134). It is now a load error with the file and line, and the
+// output stays valid JSON.
+TEST_F(Hostile, InvalidUtf8InAKbEntryIsALoadErrorNotACrash) {
+  write_file(dir_ / "kb" / "bad.yaml", entry("mine.bad.title", "bad \xff\xfe title \xc0\xaf", "BAD_TITLE_MARKER"));
+  write_file(dir_ / "kb" / "good.yaml", entry("mine.good", "good title", "GOOD_MARKER"));
+  for (const std::string fmt : {"json", "text"}) {
+    Outcome r = run({"--kb", path("kb"), "kb", "list", "--format", fmt});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("bad.yaml:2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("UTF-8"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("mine.good"), std::string::npos);
+    if (fmt == "json") {
+      EXPECT_FALSE(json::parse(r.out, nullptr, false).is_discarded()) << r.out.substr(0, 300);
+    }
+  }
+  Outcome c = run({"--kb", path("kb"), "kb", "check"});
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("bad.yaml:2"), std::string::npos) << c.out;
+}
+
+// Two --kb files with one id: reported (and counted by kb check), not one silently
+// winning. Overriding an embedded entry with a --kb one of the same id is a feature and
+// stays quiet.
+TEST_F(Hostile, DuplicateIdsAcrossKbFilesAreReported) {
+  write_file(dir_ / "kb" / "a.yaml", entry("mine.dup", "first", "DUP_MARKER_ONE"));
+  write_file(dir_ / "kb" / "sub" / "b.yaml", entry("mine.dup", "second", "DUP_MARKER_TWO"));
+  write_file(dir_ / "kb2" / "c.yaml", entry("mine.dup", "third", "DUP_MARKER_THREE"));
+  Outcome r = run({"--kb", path("kb"), "--kb", path("kb2"), "kb", "list"});
+  EXPECT_NE(r.err.find("duplicate id 'mine.dup'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("b.yaml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c.yaml"), std::string::npos) << r.err;
+  Outcome c = run({"--kb", path("kb"), "--kb", path("kb2"), "kb", "check"});
+  EXPECT_EQ(c.rc, 1) << c.out;
+  EXPECT_NE(c.out.find("2 error(s)"), std::string::npos) << c.out;
+  // An override of an embedded entry: no duplicate error, and the override is used.
+  write_file(dir_ / "kb3" / "oom.yaml", entry("pytorch.cuda.out-of-memory", "our own OOM page", "OUR_OOM_MARKER"));
+  Outcome o = run({"--kb", path("kb3"), "explain", "pytorch.cuda.out-of-memory"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.err.find("duplicate"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("our own OOM page"), std::string::npos) << o.out.substr(0, 300);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 14, the caches (DESIGN.md, Safety: written atomically, never through a symlink,
+// checked by a checksum, pruned only of their own files). Each test has a cache folder of
+// its own, so each first run compiles (seconds); deadlines catch a hang.
+class HostileCache : public Hostile {
+ protected:
+  void SetUp() override {
+    Hostile::SetUp();
+    cache_dir_ = path("cache");
+  }
+  // The cache's files after a run that filled it.
+  std::vector<fs::path> cache_files() const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(cache_dir_)) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  void fill_cache() {
+    Outcome r;
+    json j = diagnose({kKilledLog}, &r, 120 * kSlow);
+    expect_killed_rank1(j, r);
+    ASSERT_FALSE(cache_files().empty());
+  }
+  static size_t lines_with(const std::string& text, const std::string& word) {
+    size_t n = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) n += line.find(word) != std::string::npos;
+    return n;
+  }
+};
+
+TEST_F(HostileCache, AFifoPlantedAtTheCachePathDoesNotHang) {
+  fill_cache();
+  for (const fs::path& p : cache_files()) {
+    fs::remove(p);
+    ASSERT_EQ(::mkfifo(p.c_str(), 0644), 0);
+  }
+  Outcome r;
+  json j = diagnose({kKilledLog}, &r, 60 * kSlow);  // opened without O_NONBLOCK, every run hung here
+  expect_killed_rank1(j, r);
+}
+
+TEST_F(HostileCache, AnUnwritableCacheIsSaidOncePerRun) {
+  // A "folder" below a regular file: nothing can be created there, also for root.
+  write_file(dir_ / "file", "x");
+  cache_dir_ = path("file/cache");
+  for (int run_no = 0; run_no < 2; ++run_no) {
+    Outcome r;
+    json j = diagnose({kKilledLog}, &r, 120 * kSlow);
+    expect_killed_rank1(j, r);
+    EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+    EXPECT_NE(r.err.find("file/cache"), std::string::npos) << r.err;
+  }
+  // A read-only folder (as a user: root writes anyway).
+  fs::create_directories(dir_ / "ro");
+  fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  cache_dir_ = path("ro");
+  auto drop = [] {
+    if (::geteuid() != 0) return true;
+    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0;
+  };
+  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, drop);
+  if (r.rc == 77) GTEST_SKIP() << "running as root and cannot drop privileges";
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+}
+
+TEST_F(HostileCache, PlantedSymlinksAreNotWrittenThrough) {
+  fill_cache();
+  write_file(dir_ / "victim", "precious\n");
+  std::vector<std::string> names;
+  for (const fs::path& p : cache_files()) names.push_back(p.string());
+  for (const std::string& n : names) fs::remove(n);
+  // Links at the cache files' paths, and at the temporary names the old writer used
+  // (path + ".tmp" + pid: the child's pid is known in the child, before exec).
+  for (const std::string& n : names) fs::create_symlink(dir_ / "victim", n);
+  std::vector<std::string> tmp_bases;
+  for (const std::string& n : names) tmp_bases.push_back(n + ".tmp");
+  const std::string victim = path("victim");
+  auto plant = [&] {
+    const std::string pid = std::to_string(::getpid());
+    for (const std::string& b : tmp_bases) {
+      ::unlink((b + pid).c_str());
+      if (::symlink(victim.c_str(), (b + pid).c_str()) != 0) return false;
+    }
+    return true;
+  };
+  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, plant);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(read_file(dir_ / "victim"), "precious\n") << "written through a planted link";
+  // The cache works again afterwards: regular files where the links were.
+  Outcome again;
+  json j = diagnose({kKilledLog}, &again, 60 * kSlow);
+  expect_killed_rank1(j, again);
+  EXPECT_EQ(read_file(dir_ / "victim"), "precious\n");
+}
+
+TEST_F(HostileCache, ABitFlippedInTheKbCacheIsNoticedAndTheCacheRewritten) {
+  fill_cache();
+  fs::path kb_file;
+  for (const fs::path& p : cache_files()) {
+    if (p.filename().string().rfind("kb-", 0) == 0) kb_file = p;
+  }
+  ASSERT_FALSE(kb_file.empty());
+  const std::string good = read_file(kb_file);
+  const std::string title = "CUDA illegal memory access";
+  const size_t at = good.find(title);
+  ASSERT_NE(at, std::string::npos);
+  std::string bad = good;
+  bad[at + 5] ^= 1;  // "illegal" -> "hllegal": same length, every count still right
+  write_file(kb_file, bad);
+  Outcome r = run({"kb", "list"}, 60 * kSlow);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(title), std::string::npos);
+  EXPECT_EQ(r.out.find("CUDA hllegal"), std::string::npos) << "the damaged text was used";
+  EXPECT_TRUE(read_file(kb_file) == good) << "the cache is written again";
+}
+
+TEST_F(HostileCache, PruningLeavesFilesThatAreNotTheCaches) {
+  fs::create_directories(cache_dir_);
+  // Files of someone else's that happen to be named like ours, older than anything the
+  // run writes: pruning (8 kept per cache) used to remove them.
+  for (int i = 0; i < 12; ++i) {
+    for (const char* prefix : {"kb-", "patterns-"}) {
+      const fs::path p = dir_ / "cache" / (std::string(prefix) + "notes-" + std::to_string(i) + ".txt");
+      write_file(p, "my own file\n");
+      fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(1 + i));
+    }
+  }
+  fill_cache();
+  size_t foreign = 0;
+  for (const fs::path& p : cache_files()) foreign += p.filename().string().find("notes-") != std::string::npos;
+  EXPECT_EQ(foreign, 24u);
 }
 
 }  // namespace

@@ -148,7 +148,8 @@ bool better_hit(const Event* a, const Event* b) {
       case kb::Role::kRoot: return 0;
       case kb::Role::kCollateral: return 1;
       case kb::Role::kSymptom: return 2;
-      case kb::Role::kContext: return 3;
+      case kb::Role::kContext:
+      case kb::Role::kCompletion: return 3;
     }
     return 3;
   };
@@ -395,6 +396,10 @@ struct IdentityMaps {
 
 // Everything the rules share while one diagnosis is made.
 struct Ctx {
+  Ctx(const std::vector<Event>& ev, const std::vector<SourceSummary>& src, const kb::KnowledgeBase& k,
+      const JobNumbers& n, const RuleSwitches& r, Diagnosis& out)
+      : events(ev), sources(src), kb(k), numbers(n), rules(r), d(out) {}
+
   const std::vector<Event>& events;
   const std::vector<SourceSummary>& sources;
   const kb::KnowledgeBase& kb;
@@ -1157,7 +1162,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
     d.lines += s.lines;
     d.bytes += s.bytes;
   }
-  Ctx c{events, sources, kb, numbers, numbers.rules, d};
+  Ctx c(events, sources, kb, numbers, numbers.rules, d);
   build_incidents(c);
   name_incidents(c);
   drop_control_noise(c);

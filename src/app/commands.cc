@@ -40,6 +40,7 @@ std::string cache_dir(const Options& opt) {
 scan::ScanOptions scan_options(const Options& opt) {
   scan::ScanOptions so;
   if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
+  so.read.follow_symlinks = opt.follow_symlinks;
   so.threads = opt.threads;
   if (opt.chunk_bytes > 0) so.chunk_bytes = opt.chunk_bytes;
   if (opt.map_min > 0) {
@@ -115,7 +116,11 @@ int run_diagnose(const Options& opt) {
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  analyze::JobNumbers numbers{&stats.series, &loaded->engine->metric_aliases(), stats.last_time_us, stats.last_time_clock};
+  analyze::JobNumbers numbers;
+  numbers.series = &stats.series;
+  numbers.aliases = &loaded->engine->metric_aliases();
+  numbers.last_time_us = stats.last_time_us;
+  numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
@@ -263,7 +268,8 @@ int run_kb_list(const Options& opt) {
                  escape_for_terminal(e.phase), escape_for_terminal(e.title));
     }
   }
-  if (opt.format == "json") std::cout << arr.dump(2) << "\n";
+  // replace: a text that is not UTF-8 must not abort the dump (nlohmann throws by default).
+  if (opt.format == "json") std::cout << arr.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   return listed > 0 ? 0 : 1;
 }
 

@@ -28,6 +28,7 @@ struct Options {
   size_t chunk_bytes = 0;  // bytes per chunk of lines; 0 = the scan's default
   uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
+  bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
 };
 
 int run_diagnose(const Options& opt);

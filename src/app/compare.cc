@@ -68,10 +68,12 @@ struct Mined {
   std::vector<Error> errors;
 };
 
-Mined mine(const scan::Engine& engine, const std::vector<std::string>& inputs) {
+Mined mine(const scan::Engine& engine, const std::vector<std::string>& inputs, bool follow_symlinks) {
   Mined m;
   MiningSink sink(engine, m.miner);
-  io::InputReport rep = io::read_inputs(inputs, sink);
+  io::ReadOptions ro;
+  ro.follow_symlinks = follow_symlinks;
+  io::InputReport rep = io::read_inputs(inputs, sink, ro);
   m.names = std::move(sink.names);
   m.errors = std::move(rep.errors);
   return m;
@@ -85,12 +87,19 @@ bool use_color(const Options& opt) {
 }  // namespace
 
 analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::string>& inputs,
-                                   std::function<bool(std::string_view)> seen_in_control, bool* read_anything) {
+                                   std::function<bool(std::string_view)> seen_in_control, bool* read_anything,
+                                   bool follow_symlinks) {
   scan::CollectSink sink;
-  scan::JobStats stats = scan::scan_job(*loaded.engine, inputs, sink);
+  scan::ScanOptions so;
+  so.read.follow_symlinks = follow_symlinks;
+  scan::JobStats stats = scan::scan_job(*loaded.engine, inputs, sink, so);
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  analyze::JobNumbers numbers{&stats.series, &loaded.engine->metric_aliases(), stats.last_time_us, stats.last_time_clock,
-                              std::move(seen_in_control)};
+  analyze::JobNumbers numbers;
+  numbers.series = &stats.series;
+  numbers.aliases = &loaded.engine->metric_aliases();
+  numbers.last_time_us = stats.last_time_us;
+  numbers.last_time_clock = stats.last_time_clock;
+  numbers.seen_in_control = std::move(seen_in_control);
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
@@ -105,8 +114,8 @@ int run_diff(const Options& opt) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
-  Mined failed = mine(*loaded->engine, opt.inputs);
-  Mined control = mine(*loaded->engine, opt.control);
+  Mined failed = mine(*loaded->engine, opt.inputs, opt.follow_symlinks);
+  Mined control = mine(*loaded->engine, opt.control, opt.follow_symlinks);
   for (const auto& e : failed.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   for (const auto& e : control.errors) fmt::print(stderr, "firstfault: control: {}\n", escape_for_terminal(e.to_string()));
   if (failed.names.empty() || control.names.empty()) {
@@ -175,9 +184,9 @@ int run_diff(const Options& opt) {
     bool known = control_texts.count(t.text) || control_texts.count(template_::mask(t.first_text));
     if (!known && (!first_departure || by_position(&t, first_departure))) first_departure = &t;
   }
-  analyze::Diagnosis d = diagnose_inputs(*loaded, opt.inputs, in_control, nullptr);
+  analyze::Diagnosis d = diagnose_inputs(*loaded, opt.inputs, in_control, nullptr, opt.follow_symlinks);
   // The control must be a healthy run, or its lines are not noise: say so first.
-  analyze::Diagnosis control_d = diagnose_inputs(*loaded, opt.control, {}, nullptr);
+  analyze::Diagnosis control_d = diagnose_inputs(*loaded, opt.control, {}, nullptr, opt.follow_symlinks);
   const bool control_healthy = control_d.verdict == analyze::VerdictKind::kHealthy;
   std::string control_warning;
   if (!control_healthy) {
@@ -288,8 +297,8 @@ int run_verify(const Options& opt) {
     return 2;
   }
   bool read_before = false, read_after = false;
-  analyze::Diagnosis before = diagnose_inputs(*loaded, opt.inputs, {}, &read_before);
-  analyze::Diagnosis after = diagnose_inputs(*loaded, opt.control, {}, &read_after);
+  analyze::Diagnosis before = diagnose_inputs(*loaded, opt.inputs, {}, &read_before, opt.follow_symlinks);
+  analyze::Diagnosis after = diagnose_inputs(*loaded, opt.control, {}, &read_after, opt.follow_symlinks);
   if (!read_before || !read_after) {
     fmt::print(stderr, "firstfault: verify needs readable logs for --before and --after\n");
     return 2;

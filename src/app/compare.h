@@ -12,8 +12,10 @@
 namespace ff::app {
 
 // Scans and diagnoses one job; `seen_in_control` marks lines a control run also prints.
+// `follow_symlinks`: -L/--follow (io::ReadOptions::follow_symlinks).
 analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::string>& inputs,
-                                   std::function<bool(std::string_view)> seen_in_control, bool* read_anything);
+                                   std::function<bool(std::string_view)> seen_in_control, bool* read_anything,
+                                   bool follow_symlinks = false);
 
 int run_diff(const Options& opt);    // failed = opt.inputs, control = opt.control
 int run_verify(const Options& opt);  // before = opt.inputs, after = opt.control

@@ -15,6 +15,9 @@
 #include "app/commands.h"
 #include "app/perf.h"
 #include "app/compare.h"
+#include "base/cache.h"
+#include "base/escape.h"
+#include "base/interrupt.h"
 #include "kb/kb.h"
 #include "report/report.h"
 #include "scan/scan.h"
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
       "a bound on archive and compression bombs";
   diag->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(diag, opt);
+  ff::app::add_follow_flag(diag, opt);
   diag->footer(kExitCodes);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(events, opt);
+  ff::app::add_follow_flag(events, opt);
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
@@ -110,6 +115,7 @@ int main(int argc, char** argv) {
   diff->add_option("--control,-c", opt.control, "Logs of a healthy run of the same job")->required();
   diff->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
+  ff::app::add_follow_flag(diff, opt);
   diff->footer("Exit codes: 0 nothing new and the failed run healthy, 1 differences or a failure found, 2 could not "
                "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
                "trusted.");
@@ -119,6 +125,7 @@ int main(int argc, char** argv) {
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
   verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
   verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  ff::app::add_follow_flag(verify, opt);
   verify->footer("Exit codes: 0 fixed: the original failure's signature is gone and the rerun got past the point "
                  "where it failed (a later step, or completion); 1 still failing, or replaced by a different failure; "
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
@@ -131,22 +138,36 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
-  if (diag->parsed()) return ff::app::run_diagnose(opt);
-  if (events->parsed()) {
-    if (opt.format == "text" && events->count("--format") == 0) opt.format = "jsonl";
-    return ff::app::run_events(opt);
+  // Commands that read logs stop reading at Ctrl-C or SIGTERM and answer for what they
+  // read, marked incomplete; a second Ctrl-C ends them at once.
+  if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed()) ff::install_interrupt_handlers();
+  auto dispatch = [&]() -> int {
+    if (diag->parsed()) return ff::app::run_diagnose(opt);
+    if (events->parsed()) {
+      if (opt.format == "text" && events->count("--format") == 0) opt.format = "jsonl";
+      return ff::app::run_events(opt);
+    }
+    if (kb_check->parsed()) return ff::app::run_kb_check(opt);
+    if (kb_list->parsed()) return ff::app::run_kb_list(opt);
+    if (kb_literals->parsed()) return ff::app::run_kb_literals(opt);
+    if (explain->parsed()) return ff::app::run_explain(opt);
+    if (search->parsed()) return ff::app::run_search(opt);
+    if (site->parsed()) return ff::app::run_site(opt);
+    if (rules->parsed()) return ff::app::run_rules(opt);
+    if (diff->parsed()) {
+      if (diff->count("--limit") == 0) opt.limit = 20;
+      return ff::app::run_diff(opt);
+    }
+    if (verify->parsed()) return ff::app::run_verify(opt);
+    return 2;
+  };
+  const int rc = dispatch();
+  // A cache that cannot be written makes every run compile the KB and the patterns again
+  // (seconds): said once per run, whatever failed to be written.
+  if (auto problem = ff::take_cache_problem()) {
+    fmt::print(stderr, "firstfault: {} (each run compiles again; FIRSTFAULT_CACHE_DIR chooses another place, "
+                       "--no-cache turns it off)\n",
+               ff::escape_for_terminal(*problem));
   }
-  if (kb_check->parsed()) return ff::app::run_kb_check(opt);
-  if (kb_list->parsed()) return ff::app::run_kb_list(opt);
-  if (kb_literals->parsed()) return ff::app::run_kb_literals(opt);
-  if (explain->parsed()) return ff::app::run_explain(opt);
-  if (search->parsed()) return ff::app::run_search(opt);
-  if (site->parsed()) return ff::app::run_site(opt);
-  if (rules->parsed()) return ff::app::run_rules(opt);
-  if (diff->parsed()) {
-    if (diff->count("--limit") == 0) opt.limit = 20;
-    return ff::app::run_diff(opt);
-  }
-  if (verify->parsed()) return ff::app::run_verify(opt);
-  return 2;
+  return rc;
 }

@@ -30,6 +30,12 @@ void add_scan_flags(CLI::App* cmd, Options& opt) {
   cmd->add_option("--map-min", opt.map_min)->group("")->transform(CLI::AsSizeValue(false));
 }
 
+void add_follow_flag(CLI::App* cmd, Options& opt) {
+  cmd->add_flag("-L,--follow", opt.follow_symlinks,
+                "Follow symbolic links found in folders (by default they are skipped with a note, so a link in a "
+                "log folder cannot make firstfault read files outside it); a link named as an input is always followed");
+}
+
 namespace {
 
 constexpr uint64_t kProgressMin = 100ull << 20;

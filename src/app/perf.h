@@ -15,6 +15,9 @@ namespace ff::app {
 // Adds --threads, --no-progress (and the hidden --chunk-size) to diagnose/events.
 void add_scan_flags(CLI::App* cmd, Options& opt);
 
+// Adds -L/--follow (follow symbolic links found in folders) to a command that reads logs.
+void add_follow_flag(CLI::App* cmd, Options& opt);
+
 // A progress bar for the scan, drawn on stderr when it is a terminal and the inputs are
 // over ~100 MB (and not --no-progress); empty otherwise. It erases itself when the last
 // copy of the function is destroyed.

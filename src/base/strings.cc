@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 
 namespace ff {
 
@@ -99,20 +98,6 @@ uint64_t fnv1a64(std::string_view data, uint64_t seed) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-void prune_cache(const std::string& dir, const std::string& prefix, size_t keep) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::vector<std::pair<fs::file_time_type, fs::path>> files;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || name.find(".tmp") != std::string::npos) continue;
-    files.emplace_back(it->last_write_time(ec), it->path());
-  }
-  if (files.size() <= keep) return;
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = keep; i < files.size(); ++i) fs::remove(files[i].second, ec);
 }
 
 bool parse_int(std::string_view s, long long& out) {

@@ -23,10 +23,6 @@ std::string sanitize_utf8(std::string_view s);
 // 64-bit FNV-1a, used to key caches (the compiled pattern database) by content.
 uint64_t fnv1a64(std::string_view data, uint64_t seed = 1469598103934665603ull);
 
-// Keeps the `keep` most recently written files named `prefix`* in `dir` and removes the
-// rest (caches keyed by content hash would otherwise grow with every KB edit).
-void prune_cache(const std::string& dir, const std::string& prefix, size_t keep);
-
 // Parses a non-negative decimal integer; false when s is empty or has other characters.
 bool parse_int(std::string_view s, long long& out);
 

@@ -52,6 +52,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/interrupt.h"
 #include "base/strings.h"
 
 namespace ff::io {
@@ -184,7 +185,11 @@ class FdReader final : public Reader {
           return make_error(ErrorCode::kIo, kShrankMessage);
       }
       if (r >= 0) return static_cast<size_t>(r);
-      if (errno == EINTR) continue;
+      if (errno == EINTR) {
+        // Ctrl-C on a pipe that never ends: the caller sees interrupted() next.
+        if (interrupted()) return static_cast<size_t>(0);
+        continue;
+      }
       return make_error(ErrorCode::kIo, "read error: " + errno_message(errno));
     }
   }
@@ -766,6 +771,19 @@ struct Context {
                       at(file));
   }
 
+  // Ctrl-C or SIGTERM (base/interrupt.h): stop reading, say what was not read.
+  bool check_interrupt() {
+    if (!interrupted()) return false;
+    stopped = true;
+    return true;
+  }
+  Error interrupt_error(const std::string& file, uint64_t delivered) const {
+    return make_error(ErrorCode::kLimit,
+                      std::string(interrupt_name(interrupted())) + " after " + std::to_string(delivered) +
+                          " bytes of this source; the rest was not read",
+                      at(file));
+  }
+
   // Counts bytes that were decompressed but not delivered (skipped archive members), so
   // a tar of huge binary members is bounded too. False when that is over the limit.
   bool charge(uint64_t n) {
@@ -812,6 +830,10 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
     Result<size_t> got = r.read(buf, c.buffer.size());
     if (!got.ok()) {
       status = with_file(got.take_error(), info.name);
+      break;
+    }
+    if (c.check_interrupt()) {
+      status = c.interrupt_error(info.name, delivered);
       break;
     }
     if (*got == 0) break;
@@ -997,6 +1019,10 @@ Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Ta
     delivered += len;
     off += len;
     if (!status.ok()) break;
+    if (c.check_interrupt()) {
+      status = c.interrupt_error(info.name, delivered);
+      break;
+    }
     if (over) {
       c.stopped = true;
       status = c.limit_error(info.name, delivered);
@@ -1194,8 +1220,15 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
 void read_file(Context& c, const std::string& path, Origin origin, Tally& tally) {
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
   if (origin == Origin::kWalk) flags |= O_NONBLOCK;
+  // Not through a link the walk did not see (the name was swapped for one since).
+  const bool no_links = origin == Origin::kWalk && !c.options.follow_symlinks;
+  if (no_links) flags |= O_NOFOLLOW;
   UniqueFd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
+    if (no_links && errno == ELOOP) {
+      c.note("skipped symbolic link " + path + " (-L/--follow follows links in folders)");
+      return;
+    }
     c.error(errno_error(errno, path), tally);
     return;
   }
@@ -1232,16 +1265,27 @@ std::string join_path(const std::string& dir, const std::string& name) {
 using VisitedDirs = std::set<std::pair<dev_t, ino_t>>;
 
 // Depth-first, entries sorted by name (bytewise) so the order is the same on every
-// filesystem. Hidden entries are skipped. Symlinks are followed; a directory reached twice
-// (a symlink loop, or two links to one place) is read once.
-void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& tally) {
+// filesystem. Hidden entries are skipped. Symlinks are skipped with a note unless
+// ReadOptions::follow_symlinks; followed, a directory reached twice (a symlink loop, or
+// two links to one place) is read once. `top`: the directory named as an input (followed
+// if it is a link, as any input).
+void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& tally, bool top = true) {
   std::vector<std::string> names;
   {
     // The directory is read fully and closed before recursing, so deep trees don't hold
-    // one descriptor per level.
-    DirPtr d(::opendir(dir.c_str()));
+    // one descriptor per level. Below the top, not through a link that replaced the
+    // directory since it was looked at.
+    const bool no_links = !top && !c.options.follow_symlinks;
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (no_links ? O_NOFOLLOW : 0));
+    DirPtr d(dfd >= 0 ? ::fdopendir(dfd) : nullptr);
     if (!d) {
-      c.error(errno_error(errno, dir), tally);
+      const int err = errno;
+      if (dfd >= 0) ::close(dfd);
+      if (no_links && (err == ELOOP || err == ENOTDIR)) {
+        c.note("skipped symbolic link " + dir + " (-L/--follow follows links in folders)");
+      } else {
+        c.error(errno_error(err, dir), tally);
+      }
       return;
     }
     for (;;) {
@@ -1260,7 +1304,21 @@ void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& t
     if (c.stopped) return;
     const std::string path = join_path(dir, name);
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    if (!c.options.follow_symlinks) {
+      if (::lstat(path.c_str(), &st) != 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+          c.note("skipped " + path + ": removed while reading the directory");
+        } else {
+          c.error(errno_error(err, path), tally);
+        }
+        continue;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        c.note("skipped symbolic link " + path + " (-L/--follow follows links in folders)");
+        continue;
+      }
+    } else if (::stat(path.c_str(), &st) != 0) {
       const int err = errno;
       struct stat lst {};
       if (err == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
@@ -1279,7 +1337,7 @@ void walk_dir(Context& c, const std::string& dir, VisitedDirs& visited, Tally& t
         c.note("skipped " + path + ": directory already visited (symbolic link loop)");
         continue;
       }
-      walk_dir(c, path, visited, tally);
+      walk_dir(c, path, visited, tally, false);
     } else if (S_ISREG(st.st_mode)) {
       read_file(c, path, Origin::kWalk, tally);
     } else {
@@ -1349,63 +1407,29 @@ bool has_binary_signature(std::string_view b) {
   return false;
 }
 
-// Length of the valid UTF-8 sequence at p (2-4), or 0 when it is not one. A sequence cut
-// by the end of the block counts as valid: the block boundary is arbitrary.
-size_t utf8_length(const unsigned char* p, size_t avail) {
-  const unsigned char c = p[0];
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;  // overlong
-    if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;  // overlong
-    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  const size_t have = std::min(len, avail);
-  for (size_t i = 1; i < have; ++i) {
-    const unsigned char lo_i = i == 1 ? lo : 0x80, hi_i = i == 1 ? hi : 0xBF;
-    if (p[i] < lo_i || p[i] > hi_i) return 0;
-  }
-  return have;
-}
-
 }  // namespace
 
 bool looks_binary(std::string_view block) {
   if (block.empty()) return false;
   if (has_binary_signature(block)) return true;
+  // Like ripgrep and grep, binary is decided by control bytes (NUL above all), not by
+  // whether the text is UTF-8: a log written in GBK, Shift-JIS or Latin-1 has most of its
+  // bytes outside UTF-8 and no control bytes, and is read (issue 14). Random or packed
+  // data has about one byte in ten among the controls below.
   const auto* p = reinterpret_cast<const unsigned char*>(block.data());
   const size_t n = block.size();
-  size_t nul = 0, odd = 0;
-  for (size_t i = 0; i < n;) {
+  size_t nul = 0, ctrl = 0;
+  for (size_t i = 0; i < n; ++i) {
     const unsigned char ch = p[i];
-    if (ch < 0x80) {
-      if (ch == 0) {
-        ++nul;
-        ++odd;
-      } else if (ch == 0x7f || (ch < 0x20 && !(ch >= 0x07 && ch <= 0x0d) && ch != 0x1b)) {
-        // Text controls allowed: BEL, BS, TAB..CR, and ESC for ANSI colours/cursor moves.
-        ++odd;
-      }
-      ++i;
-      continue;
-    }
-    const size_t len = utf8_length(p + i, n - i);
-    if (len == 0) {
-      ++odd;
-      ++i;
-    } else {
-      i += len;
+    if (ch == 0) {
+      ++nul;
+      ++ctrl;
+    } else if (ch == 0x7f || (ch < 0x20 && !(ch >= 0x07 && ch <= 0x0d) && ch != 0x1b)) {
+      // Text controls allowed: BEL, BS, TAB..CR, and ESC for ANSI colours/cursor moves.
+      ++ctrl;
     }
   }
-  return nul * 10 > n || odd * 10 > n * 3;
+  return nul * 10 > n || ctrl * 20 > n;
 }
 
 InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
@@ -1415,9 +1439,10 @@ InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
   c.buffer.n = std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer);
   c.buffer.bytes.reset(new char[c.buffer.n]);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (c.stopped) {
-      c.note("read limit of " + format_size(options.max_total_bytes) + " reached; " +
-             std::to_string(inputs.size() - i) + " more input(s) not read");
+    if (c.stopped || c.check_interrupt()) {
+      const std::string why = interrupted() ? std::string(interrupt_name(interrupted()))
+                                            : "read limit of " + format_size(options.max_total_bytes) + " reached";
+      c.note(why + "; " + std::to_string(inputs.size() - i) + " more input(s) not read");
       break;
     }
     read_input(c, inputs[i]);

@@ -85,6 +85,11 @@ struct ReadOptions {
   // read with read(): it is the one likely to be truncated, see MappedWindow).
   uint64_t map_min_bytes = 64 << 20;
   int map_quiet_seconds = 10;
+  // Follow symbolic links found in a directory walk (-L/--follow). Off: they are skipped
+  // with a note, so a link planted in a log folder cannot make firstfault read (and
+  // report on) files outside the inputs named, as find and ripgrep do. A link named as an
+  // input is always followed.
+  bool follow_symlinks = false;
 };
 
 struct InputReport {

@@ -15,6 +15,7 @@
 #include <set>
 #include <type_traits>
 
+#include "base/cache.h"
 #include "base/strings.h"
 
 namespace ff::kb {
@@ -429,8 +430,29 @@ struct Loader {
 
 namespace {
 
+// 1-based line of the first byte of `s` that is not valid UTF-8, or 0 when it is all valid.
+int first_invalid_utf8_line(std::string_view s) {
+  const std::string clean = sanitize_utf8(s);
+  if (clean == s) return 0;
+  // sanitize_utf8 keeps valid bytes and puts U+FFFD (3 bytes) for each bad one: the first
+  // difference is where the first bad byte was.
+  size_t i = 0;
+  while (i < s.size() && i < clean.size() && s[i] == clean[i]) ++i;
+  return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(i), '\n'));
+}
+
+// `override_files`: the id -> file of the entries the override directories gave so far:
+// an id an override gives twice is an error (which one is meant cannot be told), while
+// an override of an embedded entry is the feature (kb/README.md).
 void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
-               std::map<std::string, std::string>& id_files, bool is_override) {
+               std::map<std::string, std::string>& id_files, bool is_override,
+               std::map<std::string, std::string>& override_files) {
+  // Every text of the KB is shown and written as UTF-8 (JSON output cannot hold anything
+  // else: nlohmann throws on it); a file that is not is refused, saying where.
+  if (int line = first_invalid_utf8_line(f.content); line > 0) {
+    errors.push_back(make_error(ErrorCode::kInvalidKb, "not valid UTF-8; the file is skipped", {f.path, line, ""}));
+    return;
+  }
   YAML::Node doc;
   try {
     doc = YAML::Load(f.content);
@@ -453,6 +475,16 @@ void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
                                   {f.path, doc["id"].Mark().line + 1, "id"}));
       return;
     }
+    if (is_override) {
+      auto twice = override_files.find(e.id);
+      if (twice != override_files.end()) {
+        errors.push_back(make_error(ErrorCode::kInvalidKb,
+                                    "duplicate id '" + e.id + "' (also in " + twice->second + ", which is used)",
+                                    {f.path, doc["id"].Mark().line + 1, "id"}));
+        return;
+      }
+      override_files[e.id] = f.path;
+    }
     id_files[e.id] = f.path;
     Loader::add(kb, std::move(e));
   } catch (const YAML::Exception& ex) {
@@ -472,7 +504,9 @@ namespace {
 // bytes left, so a short or damaged file is noticed and the YAML parsed instead.
 
 constexpr const char* kCacheMagic = "ffkb";
-constexpr const char* kCacheVersion = "kbcache-6";
+// 6: checksums of the two sections after the key; 7: precedence, teardown exceptions,
+// total_of and the completion role.
+constexpr const char* kCacheVersion = "kbcache-7";
 
 // One field list per type serves both directions, so the writer and the reader cannot
 // disagree on the layout.
@@ -555,6 +589,7 @@ class CacheReader {
   void operator()(T&... v) { (get(v), ...); }
   // Everything read was there and nothing is left over.
   bool complete() const { return ok_ && pos_ == in_.size(); }
+  size_t pos() const { return pos_; }
 
  private:
   // The next n bytes, or null (and the reader has failed) when fewer are left.
@@ -634,7 +669,8 @@ class CacheReader {
 
 // The whole of a regular file, or false when it cannot be opened or read.
 bool read_file(const std::string& path, std::string& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named like a KB file must not hang the run (it is not regular).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -649,59 +685,74 @@ bool read_file(const std::string& path, std::string& out) {
   return ok;
 }
 
+// The bytes a KB cache file begins with (its magic, as the writer puts a string), for
+// pruning only files of this cache.
+std::string cache_magic_bytes() {
+  CacheWriter w;
+  w(std::string(kCacheMagic));
+  return w.bytes();
+}
+
 // The cached model and its files' errors, or false when the file is missing, damaged,
 // short, or of another version or key. The file is mapped rather than read into memory,
 // which meant zeroing and copying its megabyte first (0.8 ms, more than the decoding of
 // what a diagnosis needs). Mapping is safe because a cache file is never rewritten in
-// place: write_cache renames a new one over it.
+// place: write_cache renames a new one over it. Layout: magic, version, key, the
+// checksums of the two sections (cache_checksum), the diagnosis section (the model and
+// its errors), the page section (length-prefixed). The lengths catch a cut file; the
+// checksums catch a flipped bit (a changed text the lengths cannot see), each checked only
+// for the section that is read.
 bool read_cache(const std::string& path, uint64_t hash, bool with_pages, KnowledgeBase& kb,
                 std::vector<Error>& errors) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
   size_t size = 0;
-  void* map = MAP_FAILED;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    size = static_cast<size_t>(st.st_size);
-    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  }
+  const int fd = open_cache_file(path, &size);
+  if (fd < 0) return false;
+  void* map = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
   ::close(fd);
   if (map == MAP_FAILED) return false;
-  CacheReader in(std::string_view(static_cast<const char*>(map), size));
+  const std::string_view bytes(static_cast<const char*>(map), size);
+  CacheReader in(bytes);
   std::string magic, version;
-  uint64_t key = 0;
+  uint64_t key = 0, main_sum = 0, pages_sum = 0;
   std::string_view pages;
-  in(magic, version, key);
+  in(magic, version, key, main_sum, pages_sum);
   bool ok = magic == kCacheMagic && version == kCacheVersion && key == hash;
-  if (ok) in(kb, errors, pages);
-  ok = ok && in.complete();
+  const size_t main_begin = in.pos();
+  if (ok) in(kb, errors);
+  const size_t main_end = in.pos();
+  if (ok) in(pages);
+  ok = ok && in.complete() && cache_checksum(bytes.substr(main_begin, main_end - main_begin)) == main_sum;
   if (ok && with_pages) {
+    ok = cache_checksum(pages) == pages_sum;
     CacheReader page_in(pages);
-    for (Entry& e : kb.entries) page_fields(page_in, e);
-    ok = page_in.complete();
+    for (Entry& e : kb.entries) {
+      if (ok) page_fields(page_in, e);
+    }
+    ok = ok && page_in.complete();
   }
   ::munmap(map, size);
+  if (!ok) {
+    kb = KnowledgeBase{};  // whatever was decoded before the damage showed is dropped
+    errors.clear();
+  }
   return ok;
 }
 
 void write_cache(const std::string& dir, const std::string& path, uint64_t hash, const KnowledgeBase& kb,
                  const std::vector<Error>& errors) {
-  namespace fs = std::filesystem;
   CacheWriter pages;
   for (const Entry& e : kb.entries) page_fields(pages, e);
-  CacheWriter w;
-  w(std::string(kCacheMagic), std::string(kCacheVersion), hash, kb, errors, pages.bytes());
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  bool written = false;
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    written = static_cast<bool>(out.write(w.bytes().data(), static_cast<std::streamsize>(w.bytes().size())).flush());
-  }
-  if (written) fs::rename(tmp, path, ec);  // atomic: a reader never sees half a file
-  if (!written || ec) fs::remove(tmp, ec);
-  prune_cache(dir, "kb-", 8);
+  CacheWriter main;
+  main(kb, errors);
+  CacheWriter head;
+  head(std::string(kCacheMagic), std::string(kCacheVersion), hash, cache_checksum(main.bytes()),
+       cache_checksum(pages.bytes()));
+  CacheWriter tail;
+  tail(pages.bytes());
+  // Atomic, to a fresh temporary name: a reader never sees half a file, and no planted
+  // link is written through.
+  write_cache_file(dir, path, {head.bytes(), main.bytes(), tail.bytes()});
+  prune_cache(dir, "kb-", cache_magic_bytes(), 8);
 }
 
 uint64_t hash_file(const File& f, uint64_t hash) { return fnv1a64(f.content, fnv1a64(f.path, hash)); }
@@ -759,10 +810,10 @@ LoadResult load_files(const std::vector<File>* files, const std::vector<std::str
     r.errors.insert(r.errors.end(), cached_errors.begin(), cached_errors.end());
   } else {
     // 3. Parse.
-    std::map<std::string, std::string> id_files;
+    std::map<std::string, std::string> id_files, override_files;
     size_t first_parse_error = r.errors.size();
-    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false);
-    for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true);
+    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false, override_files);
+    for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true, override_files);
     if (!cache_file.empty())
       write_cache(options.cache_dir, cache_file, hash, r.kb,
                   std::vector<Error>(r.errors.begin() + static_cast<long>(first_parse_error), r.errors.end()));

@@ -1,5 +1,6 @@
 #include "match/match.h"
 
+#include "base/cache.h"
 #include "base/strings.h"
 
 #include <re2/re2.h>
@@ -124,15 +125,16 @@ std::string cache_path(const CompileOptions& opt) {
 // rename, never rewritten in place, so the mapping cannot shrink under us.
 class MappedFile {
  public:
+  // Not through a link, not a FIFO (which would block the run): base/cache.h.
   explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    size_t size = 0;
+    const int fd = open_cache_file(path, &size);
     if (fd < 0) return;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (size > 0) {
+      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
       if (p != MAP_FAILED) {
         data_ = static_cast<const char*>(p);
-        size_ = static_cast<size_t>(st.st_size);
+        size_ = size;
       }
     }
     ::close(fd);
@@ -168,27 +170,15 @@ hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) 
   return db;
 }
 
-// Writes `header` and the serialized database to path, atomically (a temp file, then a
-// rename: a reader never sees half a file). A cache that cannot be written is left out.
+// Writes `header` and the serialized database to path, atomically (a fresh temporary
+// file, then a rename: a reader never sees half a file, and no planted link is written
+// through; base/cache.h). A cache that cannot be written is left out (and said once).
 void write_cached_db(const std::string& dir, const std::string& path, const std::string& header, hs_database_t* db) {
   char* bytes = nullptr;
   size_t len = 0;
   if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  bool ok;
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (out) {
-      out.write(header.data(), static_cast<std::streamsize>(header.size()));
-      out.write(bytes, static_cast<std::streamsize>(len));
-    }
-    ok = static_cast<bool>(out);
-  }
+  write_cache_file(dir, path, {header, std::string_view(bytes, len)});
   std::free(bytes);
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) std::filesystem::remove(tmp, ec);
 }
 
 void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vector<bool>& in_hs) {
@@ -198,7 +188,7 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
   header.append(reinterpret_cast<const char*>(&n), 4);
   for (bool b : in_hs) header.push_back(b ? 1 : 0);
   write_cached_db(opt.cache_dir, cache_path(opt), header, db);
-  prune_cache(opt.cache_dir, "patterns-", 8);
+  prune_cache(opt.cache_dir, "patterns-", "FFH", 8);  // FFHS and FFHJ files: ours
 }
 
 // The joined-lines database: its own cache file next to the main one, "FFHJ" + the

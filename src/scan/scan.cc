@@ -1,5 +1,7 @@
 #include "scan/scan.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -1258,7 +1260,15 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
     rep = io::read_inputs(inputs, chunker, ro);
   } else {
     Pipeline pipe(engine, sink, job, options, threads);
+    // Ctrl-C and SIGTERM go to the reading thread only (base/interrupt.h), so a read()
+    // blocked on a pipe that never ends returns at once: the other threads block them.
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &before);
     std::thread reader([&] {
+      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
       Chunker chunker(
           engine, options, [&](std::unique_ptr<Chunk> c) { pipe.submit(std::move(c)); }, [&] { return pipe.fresh(); });
       rep = io::read_inputs(inputs, chunker, ro);
@@ -1271,6 +1281,7 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
     pipe.work();
     for (auto& w : workers) w.join();
     reader.join();
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   for (auto& e : rep.errors) job.errors.push_back(std::move(e));
   for (auto& n : rep.notes) job.notes.push_back(std::move(n));
