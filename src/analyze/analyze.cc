@@ -752,6 +752,21 @@ std::optional<RankAnswer> rank_progress_behind(Ctx& c) {
   return RankAnswer{behind[0], RankSource::kProgressBehind, fmt_progress(lp.at(behind[0]).step, top)};
 }
 
+// A line that a rank's own process wrote (it carries the process id: NCCL's host:pid:tid)
+// in a log whose lines name a single rank, and no launcher table: the paste of one rank's
+// output, and the line is that rank's.
+std::optional<RankAnswer> rank_only_rank_named(Ctx& c) {
+  const Event& de = *c.primary->decisive;
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.pid < 0 || de.node.empty() || !c.launcher_failures.empty())
+    return std::nullopt;
+  std::set<int> world;
+  for (const auto& s : c.sources) world.insert(s.ranks.begin(), s.ranks.end());
+  if (world.size() != 1 || *world.begin() < 0) return std::nullopt;
+  return RankAnswer{*world.begin(), RankSource::kOnlyRankNamed,
+                    "the only rank the log names (the line is a process's own: " + de.node + ":" + std::to_string(de.pid) +
+                        ")"};
+}
+
 void attribute_rank(Ctx& c) {
   if (!c.primary) return;
   static const std::pair<Rule, RankRuleFn> kRankRules[] = {
@@ -762,6 +777,7 @@ void attribute_rank(Ctx& c) {
       {Rule::kRankPidMap, rank_pid_map},
       {Rule::kRankLocalSingleNode, rank_local_single_node},
       {Rule::kRankProgressBehind, rank_progress_behind},
+      {Rule::kRankOnlyRankNamed, rank_only_rank_named},
   };
   for (const auto& [rule, fn] : kRankRules) {
     if (!c.on(rule)) continue;
@@ -779,6 +795,35 @@ void attribute_rank(Ctx& c) {
       c.node = it->second;
       c.node_source = "rank " + std::to_string(c.rank) + " runs on this node (stated by the log)";
     }
+  }
+}
+
+bool is_library_frame(const kb::KnowledgeBase& kb, const std::string& file) {
+  return std::any_of(kb.library_frames.begin(), kb.library_frames.end(),
+                     [&](const std::string& m) { return file.find(m) != std::string::npos; });
+}
+
+// The decisive line's frames and the lines before it: its own, or else those of the
+// incident's traceback (the exception event joined from it).
+void fill_traceback_and_context(const Ctx& c, const Incident& inc, Finding& f) {
+  const Event* framed = !inc.decisive->frames.empty() ? inc.decisive : nullptr;
+  const Event* context = !inc.decisive->context_before.empty() ? inc.decisive : nullptr;
+  for (const Event* m : inc.members) {
+    if (!framed && !m->frames.empty() && m->kind == EventKind::kException) framed = m;
+    if (!context && !m->context_before.empty()) context = m;
+  }
+  if (framed) {
+    for (const auto& fr : framed->frames) f.traceback.push_back({fr.file, fr.line, fr.function});
+    f.traceback_dropped = framed->frames_dropped;
+    for (auto it = f.traceback.rbegin(); it != f.traceback.rend(); ++it) {
+      if (!is_library_frame(c.kb, it->file)) {
+        f.user_frame = *it;
+        break;
+      }
+    }
+  }
+  if (context) {
+    for (const auto& [line, text] : context->context_before) f.context_before.push_back({line, text});
   }
 }
 
@@ -813,6 +858,7 @@ void fill_primary(Ctx& c) {
   if (!dec.rank && c.rank >= 0 && !straggler) dec.rank = c.rank;
   if (dec.node.empty() && !straggler) dec.node = c.node;
   f.evidence.push_back(dec);
+  fill_traceback_and_context(c, *primary, f);
   // Supporting lines: the exception chain and other hits in the same incident.
   for (const Event* m : primary->members) {
     if (m == &de || f.evidence.size() >= 6) continue;

@@ -34,6 +34,7 @@ enum class RankSource : uint8_t {
   kPidMap,              // NCCL / launcher lines map the line's process id to a rank
   kLocalRankSingleNode, // the local rank, on a job that runs on one node
   kProgressBehind,      // the only rank whose progress stopped first
+  kOnlyRankNamed,       // a process line (host:pid) in a log that names one rank only
 };
 const char* rank_source_name(RankSource s);
 
@@ -55,6 +56,19 @@ struct Hang {
   std::vector<int> timed_out;      // ranks whose watchdog fired
   std::vector<int> suspects;       // ranks that never entered it (or never timed out)
   std::string reasoning;
+};
+
+// A frame of the decisive line's traceback.
+struct Frame {
+  std::string file;
+  uint64_t line = 0;
+  std::string function;
+};
+
+// A line before the decisive line, on the same stream (source and rank).
+struct ContextLine {
+  uint64_t line = 0;
+  std::string text;
 };
 
 struct Finding {
@@ -80,6 +94,14 @@ struct Finding {
   std::string node_source;  // how the node was found
   std::string fingerprint;  // stable across ranks, times, addresses and sizes
   std::optional<Hang> hang; // for hangs: the stuck collective
+  // The decisive line's traceback (outermost first; the innermost frames when it was
+  // longer, traceback_dropped saying how many went), and its innermost frame in the user's
+  // own code (not an installed package or the standard library: kb library_frames).
+  std::vector<Frame> traceback;
+  uint64_t traceback_dropped = 0;
+  std::optional<Frame> user_frame;
+  // Up to 100 lines before the decisive line on its stream, oldest first.
+  std::vector<ContextLine> context_before;
 };
 
 struct Collateral {

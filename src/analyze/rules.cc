@@ -31,6 +31,8 @@ const std::vector<RuleInfo>& rules() {
       {Rule::kRankLocalSingleNode, "rank.local-single-node", "the local rank, when the job runs on one node"},
       {Rule::kRankProgressBehind, "rank.progress-behind",
        "the only rank whose last logged step is behind all the others"},
+      {Rule::kRankOnlyRankNamed, "rank.only-rank-named",
+       "a line of a rank's process (NCCL's host:pid:tid) in a log whose lines name one rank only: that rank"},
       {Rule::kNodeFromRank, "node.from-rank", "the node of the primary's rank, from the rank -> node lines of the log"},
       {Rule::kSeriesConfirm, "series.confirm",
        "a terminal loss scale or a non-finite loss confirms a numerical primary"},
@@ -119,6 +121,7 @@ const char* rank_source_name(RankSource s) {
     case RankSource::kPidMap: return "pid-map";
     case RankSource::kLocalRankSingleNode: return "local-rank-single-node";
     case RankSource::kProgressBehind: return "progress-behind";
+    case RankSource::kOnlyRankNamed: return "only-rank-named";
   }
   return "none";
 }

@@ -33,6 +33,7 @@ enum class Rule : uint8_t {
   kRankPidMap,             // NCCL's host:pid mapped to a rank
   kRankLocalSingleNode,    // the local rank, on a single-node job
   kRankProgressBehind,     // the only rank whose last step is behind the others
+  kRankOnlyRankNamed,      // a process's line in a log that names a single rank
   kNodeFromRank,           // the node from the rank -> node map the log states
   // Numbers
   kSeriesConfirm,          // a terminal series confirms a numerical primary

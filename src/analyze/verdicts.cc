@@ -81,7 +81,32 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     v.metric = "loss_scale";
     if (rank >= 0) v.rank = rank;
     bool at_floor = s->last.value <= 1.0 || (s->last.value == s->min && s->max / std::max(s->min, 1e-30) >= 256 && !recovered);
-    if (!dropped) {
+    // Already at the floor when the log starts (an excerpt of a run past its collapse):
+    // the scale cannot drop further, and the grad norm or loss is non-finite on every
+    // step shown to the end, so every step overflows and is skipped.
+    const Series* overflowing = nullptr;
+    if (!dropped && s->last.value <= 1.0) {
+      int r = -1;
+      for (const char* m : {"grad_norm", "loss"}) {
+        const Series* o = main_series(set, aliases.id(m), &r);
+        if (o && o->has_nonfinite && !std::isfinite(o->last.value) && o->count >= 3 &&
+            std::none_of(o->points.begin(), o->points.end(), [&](const Point& p) {
+              return p.step >= o->first_nonfinite.step && std::isfinite(p.value);
+            })) {
+          overflowing = o;
+          break;
+        }
+      }
+    }
+    if (overflowing) {
+      v.verdict = "terminal";
+      v.step = overflowing->first_nonfinite.step;
+      v.summary = fmt::format("loss scale terminal: at its floor of {} with non-finite gradients on every step from {} "
+                              "to {}, the last logged",
+                              fmt_num(s->last.value), fmt_num(overflowing->first_nonfinite.step),
+                              fmt_num(overflowing->last.step));
+      v.evidence.push_back(point_evidence(s->min_point, s->min_text, sources, rank));
+    } else if (!dropped) {
       v.verdict = "stable";
       v.summary = fmt::format("loss scale stable at {}", fmt_num(s->last.value));
     } else if (at_floor) {

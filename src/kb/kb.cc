@@ -403,6 +403,10 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
     for (const auto& t : c.list(doc, "teardown", false))
       if (!contains(kb.teardown_exceptions, t)) kb.teardown_exceptions.push_back(t);
   }
+  if (YAML::Node lf = doc["library_frames"]; lf && lf.IsSequence()) {
+    for (const auto& t : c.list(doc, "library_frames", false))
+      if (!contains(kb.library_frames, t)) kb.library_frames.push_back(t);
+  }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
 
@@ -505,8 +509,8 @@ namespace {
 
 constexpr const char* kCacheMagic = "ffkb";
 // 6: checksums of the two sections after the key; 7: precedence, teardown exceptions,
-// total_of and the completion role.
-constexpr const char* kCacheVersion = "kbcache-7";
+// total_of and the completion role; 8: library_frames.
+constexpr const char* kCacheVersion = "kbcache-8";
 
 // One field list per type serves both directions, so the writer and the reader cannot
 // disagree on the layout.
@@ -535,7 +539,7 @@ void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
 void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
   io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs,
-     kb.exception_default_category, kb.teardown_exceptions);
+     kb.exception_default_category, kb.teardown_exceptions, kb.library_frames);
 }
 void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
 void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }

@@ -174,6 +174,9 @@ struct KnowledgeBase {
   // Exception types that are a reaction, not a failure of their own (the launcher's
   // ChildFailedError, KeyboardInterrupt, SystemExit): kb/formats/exceptions.yaml `teardown`.
   std::vector<std::string> teardown_exceptions;
+  // Substrings of a traceback frame's path that mark library code (formats/exceptions.yaml
+  // `library_frames`): the innermost frame without one is the user's.
+  std::vector<std::string> library_frames;
   uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
 
   const Entry* find(std::string_view id) const;

@@ -45,6 +45,15 @@ struct Event : Origin {
   std::string exc_frame;          // innermost frame's file for the exception (kException)
   bool chained_cause = false;     // an exception that caused the later ones in its traceback
   std::vector<std::string> exc_chain;  // earlier exception lines of the same traceback
+  std::vector<Frame> frames;      // the frames of this exception line (outermost first)
+  uint64_t frames_dropped = 0;    // outer frames not kept (Traceback::kMaxFrames)
+  // The lines before this one on the same stream (source and rank), oldest first: up to
+  // kContextLines of them, looked for among the kContextWindow lines before it in the
+  // source; kept for the events that can be a failure (scan's context ring).
+  static constexpr size_t kContextLines = 100;
+  static constexpr size_t kContextWindow = 400;
+  static constexpr size_t kContextLineBytes = 300;
+  std::vector<std::pair<uint64_t, std::string>> context_before;
 
   // Launcher summary: the line is inside torchrun's failure table.
   bool in_launcher_summary = false;

@@ -1137,6 +1137,57 @@ bool is_traceback_start(std::string_view s) {
   return s.find("Traceback (most recent call last):") != std::string_view::npos;
 }
 
+// rich's header: ╭───── Traceback (most recent call last) ─────╮
+bool is_rich_start(std::string_view t) {
+  return starts_with(t, "\u256d") && t.find("Traceback (most recent call last)") != std::string_view::npos;
+}
+
+// A line of rich's box: │ … │, or its bottom ╰───╯.
+bool is_rich_box_line(std::string_view t) { return starts_with(t, "\u2502") || starts_with(t, "\u2570"); }
+
+// `File "path", line N, in function`; false when t is not a frame line.
+bool parse_frame_line(std::string_view t, Frame& f) {
+  if (!starts_with(t, "File \"")) return false;
+  const size_t close = t.find("\", line ", 6);
+  if (close == std::string_view::npos) return false;
+  f.file = std::string(t.substr(6, close - 6));
+  size_t i = close + 8;
+  uint64_t n = 0;
+  size_t digits = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9' && digits < 12) n = n * 10 + static_cast<uint64_t>(t[i++] - '0'), ++digits;
+  if (digits == 0) return false;
+  f.line = n;
+  f.function.clear();
+  if (t.substr(i, 5) == ", in ") f.function = std::string(trim(t.substr(i + 5)));
+  return true;
+}
+
+// rich's frame line inside the box: `│ /path/train.py:10 in load_batch   │`.
+bool parse_rich_frame_line(std::string_view t, Frame& f) {
+  t.remove_prefix(std::string_view("\u2502").size());
+  if (!t.empty() && t.back() != ' ') {
+    const size_t bar = t.rfind("\u2502");
+    if (bar != std::string_view::npos) t = t.substr(0, bar);
+  }
+  t = trim(t);
+  const size_t in = t.find(" in ");
+  if (in == std::string_view::npos || in == 0) return false;
+  std::string_view where = t.substr(0, in);
+  const size_t colon = where.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == where.size()) return false;
+  uint64_t n = 0;
+  for (char ch : where.substr(colon + 1)) {
+    if (ch < '0' || ch > '9') return false;
+    n = n * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  std::string_view file = where.substr(0, colon);
+  if (file.find(' ') != std::string_view::npos) return false;
+  f.file = std::string(file);
+  f.line = n;
+  f.function = std::string(trim(t.substr(in + 4)));
+  return !f.function.empty() && f.function.find(' ') == std::string::npos;
+}
+
 // Lines that announce that the traceback goes on with a related exception.
 bool is_chain_marker(std::string_view t) {
   return starts_with(t, "During handling of the above exception") ||
@@ -1158,7 +1209,10 @@ bool parse_exception_line(std::string_view text, std::string& type, std::string&
   std::string_view last = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
   // A Python exception class name: CamelCase (ValueError, KeyboardInterrupt, CalledProcessError)
   // or a known lower-case module-qualified one (e.g. "_pickle.UnpicklingError" is covered).
-  if (last.empty() || !(last[0] >= 'A' && last[0] <= 'Z')) return false;
+  // The C modules' lower-case classes, always written qualified: socket.gaierror,
+  // socket.timeout, select.error.
+  const bool c_module_class = name.find('.') != std::string_view::npos && (ends_with(last, "error") || last == "timeout");
+  if (last.empty() || (!(last[0] >= 'A' && last[0] <= 'Z') && !c_module_class)) return false;
   if (i == t.size()) {
     type = std::string(name);
     message.clear();
@@ -1176,19 +1230,38 @@ bool parse_exception_line(std::string_view text, std::string& type, std::string&
   return true;
 }
 
+void TracebackJoiner::add_frame(Frame f) {
+  last_frame_ = f.file;
+  if (frames_.size() == Traceback::kMaxFrames) {
+    frames_.erase(frames_.begin());
+    ++frames_dropped_;
+  }
+  frames_.push_back(std::move(f));
+}
+
 std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line) {
   std::string_view msg = rec.message;
   std::string_view t = trim(msg);
   if (state_ == State::kIdle) {
-    if (is_traceback_start(msg)) {
+    Frame f;
+    const bool header = is_traceback_start(msg) || is_rich_start(t);
+    // A pasted tail: frames without their header.
+    const bool tail = !header && parse_frame_line(t, f);
+    if (header || tail) {
       cur_ = Traceback{};
       cur_.first_line = cur_.last_line = line;
       // Frames are indented deeper than the line that holds "Traceback"; the exception
-      // line returns to that line's indentation (torchrun's summary indents both).
-      base_indent_ = indent_of(msg);
+      // line returns to that line's indentation (torchrun's summary indents both). A
+      // tail's frames are indented two spaces past it.
+      const size_t ind = indent_of(msg);
+      base_indent_ = tail ? (ind >= 2 ? ind - 2 : 0) : ind;
       last_frame_.clear();
+      frames_.clear();
+      frames_dropped_ = 0;
+      rich_ = !tail && is_rich_start(t);
       state_ = State::kFrames;
       blank_run_ = 0;
+      if (tail) add_frame(std::move(f));
     }
     return std::nullopt;
   }
@@ -1209,8 +1282,9 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
     cur_.last_line = line;
     return std::nullopt;
   }
-  if (is_traceback_start(t)) {
+  if (is_traceback_start(t) || is_rich_start(t)) {
     if (chained_) {
+      rich_ = is_rich_start(t);
       // "During handling ... another exception occurred:" then the next traceback.
       chained_ = false;
       state_ = State::kFrames;
@@ -1226,8 +1300,19 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
   }
   chained_ = false;
   if (state_ == State::kFrames) {
+    if (rich_ && is_rich_box_line(t)) {
+      Frame f;
+      if (starts_with(t, "\u2502") && parse_rich_frame_line(t, f)) add_frame(std::move(f));
+      if (starts_with(t, "\u2570")) rich_ = false;  // the box ends; the exception line follows
+      cur_.last_line = line;
+      blank_run_ = 0;
+      return std::nullopt;
+    }
     if (ind > base_indent_ || starts_with(t, "File \"") || starts_with(t, "^") || starts_with(t, "~")) {
-      if (starts_with(t, "File \"")) {
+      Frame f;
+      if (parse_frame_line(t, f)) {
+        add_frame(std::move(f));
+      } else if (starts_with(t, "File \"")) {
         size_t close = t.find('"', 6);
         if (close != std::string_view::npos) last_frame_ = std::string(t.substr(6, close - 6));
       }
@@ -1237,7 +1322,10 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
     }
     std::string type, message;
     if (parse_exception_line(t, type, message)) {
-      cur_.exceptions.push_back({line, std::move(type), std::move(message), std::string(t), false, last_frame_});
+      cur_.exceptions.push_back({line, std::move(type), std::move(message), std::string(t), false, last_frame_,
+                                 std::move(frames_), frames_dropped_});
+      frames_.clear();
+      frames_dropped_ = 0;
       cur_.last_line = line;
       state_ = State::kAfterException;
       blank_run_ = 0;

@@ -176,9 +176,22 @@ class PrefixParser {
 // "mdhms", "torchrun"); returns false when it does not parse.
 bool parse_time(std::string_view text, std::string_view format, int64_t& us, Clock& clock, bool& subsecond);
 
+// One frame of a traceback: `File "train.py", line 10, in load_batch`, or rich's
+// `│ /path/train.py:10 in load_batch`.
+struct Frame {
+  std::string file;
+  uint64_t line = 0;
+  std::string function;
+  bool operator==(const Frame&) const = default;
+};
+
 // A Python traceback, joined: the lines from "Traceback (most recent call last):" to
-// its final exception line (including chained and "Original Traceback" parts).
+// its final exception line (including chained and "Original Traceback" parts). Also a
+// pasted tail without that header (frames, then the exception) and rich's box-drawn
+// traceback (╭─ Traceback ─╮ … ╰─╯, then the exception line).
 struct Traceback {
+  // Frames kept per exception: the innermost ones (a 100,000-frame recursion keeps these).
+  static constexpr size_t kMaxFrames = 24;
   uint64_t first_line = 0;
   uint64_t last_line = 0;
   struct ExceptionLine {
@@ -189,6 +202,8 @@ struct Traceback {
     bool chained_cause = false;  // followed by "During handling ..." / "The above exception ...":
                                  // this exception caused the ones after it
     std::string last_frame;      // path of the innermost "File" frame before this line
+    std::vector<Frame> frames;   // its frames, outermost first (the innermost kMaxFrames)
+    uint64_t frames_dropped = 0; // outer frames not kept
   };
   std::vector<ExceptionLine> exceptions;  // in order; back() is the final one
 };
@@ -210,7 +225,11 @@ class TracebackJoiner {
   size_t base_indent_ = 0;
   int blank_run_ = 0;
   bool chained_ = false;  // the last marker announced a chained traceback
+  bool rich_ = false;     // inside rich's box
   std::string last_frame_;
+  std::vector<Frame> frames_;
+  uint64_t frames_dropped_ = 0;
+  void add_frame(Frame f);
   Traceback cur_;
 };
 

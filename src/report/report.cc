@@ -115,6 +115,19 @@ std::string render_json(const Diagnosis& d, int indent) {
     }
     pj["evidence"] = ordered_json::array();
     for (const auto& e : p.evidence) pj["evidence"].push_back(evidence_json(e));
+    auto frame_json = [](const analyze::Frame& f) {
+      ordered_json fj;
+      fj["file"] = f.file;
+      fj["line"] = f.line;
+      fj["function"] = str_or_null(f.function);
+      return fj;
+    };
+    pj["traceback"] = ordered_json::array();
+    for (const auto& f : p.traceback) pj["traceback"].push_back(frame_json(f));
+    pj["traceback_frames_dropped"] = p.traceback_dropped;
+    pj["user_frame"] = p.user_frame ? frame_json(*p.user_frame) : ordered_json(nullptr);
+    pj["context_before"] = ordered_json::array();
+    for (const auto& l : p.context_before) pj["context_before"].push_back({{"line", l.line}, {"text", l.text}});
     pj["summary"] = p.summary;
     pj["root_cause"] = p.root_cause;
     std::string fix;
@@ -281,6 +294,11 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       out += fmt::format("  {}:{}\n  {} {}\n", t(e.source), e.line, paint("1;31", ">"), t(e.text));
     }
     if (!p.rank_source.empty() && p.rank_source != "log prefix") out += fmt::format("  (rank from {})\n", t(p.rank_source));
+    if (p.user_frame) {
+      out += fmt::format("  in your code: {}:{}", t(p.user_frame->file), p.user_frame->line);
+      if (!p.user_frame->function.empty()) out += fmt::format(" in {}", t(p.user_frame->function));
+      out += "\n";
+    }
     if (p.hang) {
       const auto& h = *p.hang;
       std::string what = h.op.empty() ? "a collective" : t(h.op);

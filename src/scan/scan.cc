@@ -119,8 +119,11 @@ bool is_summary_header(std::string_view message) {
   return message.find(kSummaryWord) != std::string_view::npos && ends_with(trim(message), ":");
 }
 
+// Lines that can open a traceback, for phase A's marks (the joiner decides): the
+// header, rich's boxed header (no colon), and the first frame of a pasted tail.
 bool is_traceback_start(std::string_view message) {
-  return message.find("Traceback (most recent call last):") != std::string_view::npos;
+  return message.find("Traceback (most recent call last)") != std::string_view::npos ||
+         starts_with(trim(message), "File \"");
 }
 
 void apply_name_origin(record::Record& rec, const record::Origin& o) {
@@ -556,6 +559,14 @@ class LineWorker {
     }
     auto cn = e.captures.find("node");
     if (cn != e.captures.end() && e.node.empty()) e.node = cn->second;
+    // The rest of the identity captures (kb/README.md): torchrun's "local_rank: 3", a
+    // "Device: 3", a "PID 1177", when the prefix does not say.
+    for (auto [name, field] : {std::pair<const char*, int*>{"local_rank", &e.local_rank}, {"gpu", &e.gpu}, {"pid", &e.pid}}) {
+      auto it = e.captures.find(name);
+      long long x = 0;
+      if (it != e.captures.end() && *field < 0 && parse_int(it->second, x) && x >= 0 && x < 100000000)
+        *field = static_cast<int>(x);
+    }
     for (const auto& [name, value] : e.captures) {
       if (name.size() >= 3 && name.compare(0, 2, "m_") == 0) h.metric_captures = true;
     }
@@ -617,8 +628,54 @@ class Merger {
     ranks_seen_.clear();
     name_ranks_.clear();
     wrapper_.clear();
+    recent_.clear();
     seq_ = 0;
     shrank_ = false;
+  }
+
+  // The text of a line before an event, as shown: cleaned, trimmed on the right, capped.
+  static std::string context_text(std::string_view raw, bool plain, std::string& buf) {
+    std::string_view t = plain ? raw : record::clean_line_view(raw, buf);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
+    if (t.size() > record::Event::kContextLineBytes) t = t.substr(0, record::Event::kContextLineBytes);
+    return sanitize_utf8(t);
+  }
+
+  // Gives e the lines before line i of the chunk on its stream (issue 15: the context an
+  // engineer asks for first), for the first kMaxContextSnapshots failure events of the
+  // job; kept bounded: Event::kContextLines lines out of the kContextWindow before it.
+  void add_context(record::Event& e, const Chunk& c, size_t i, int rank) {
+    if (context_snapshots_ >= kMaxContextSnapshots) return;
+    ++context_snapshots_;
+    const ChunkResult& r = c.res;
+    std::string buf;
+    size_t looked = 0;
+    auto& out = e.context_before;
+    for (size_t k = i; k-- > 0 && looked < record::Event::kContextWindow && out.size() < record::Event::kContextLines;
+         ++looked) {
+      if (r.rank[k] != rank) continue;
+      out.emplace_back(c.first_line + k, context_text(c.line(k), c.lines[k].plain, buf));
+    }
+    for (auto it = recent_.rbegin(); it != recent_.rend() && looked < record::Event::kContextWindow &&
+                                     out.size() < record::Event::kContextLines;
+         ++it, ++looked) {
+      if (it->rank != rank) continue;
+      out.emplace_back(it->number, context_text(it->raw, it->plain, buf));
+    }
+    std::reverse(out.begin(), out.end());
+  }
+
+  // After a chunk: its last lines join the window of lines before the next chunk's events.
+  void remember_recent(const Chunk& c) {
+    const size_t n = c.lines.size();
+    const size_t from = n > record::Event::kContextWindow ? n - record::Event::kContextWindow : 0;
+    for (size_t k = from; k < n; ++k) {
+      std::string_view raw = c.line(k);
+      // Raw bytes may hold escapes that cleaning removes: keep room for them.
+      if (raw.size() > 4 * record::Event::kContextLineBytes) raw = raw.substr(0, 4 * record::Event::kContextLineBytes);
+      recent_.push_back({c.first_line + k, c.res.rank[k], static_cast<bool>(c.lines[k].plain), std::string(raw)});
+    }
+    while (recent_.size() > record::Event::kContextWindow) recent_.pop_front();
   }
 
   bool busy() const { return summary_.active() || !active_joiners_.empty() || !wrapper_.empty(); }
@@ -671,6 +728,7 @@ class Merger {
       job_.last_time_us = r.max_time;
       job_.last_time_clock = r.max_clock;
     }
+    remember_recent(c);
     // Every read of the chunk's lines is done (phase A, and B above and below): a mapped
     // window that shrank under them has said so by now.
     if (c.keep && c.keep->shrank()) shrank_ = true;
@@ -739,6 +797,7 @@ class Merger {
       record::Event e;
       e.kind = record::EventKind::kException;
       fill_context(e, rec, number, offset, c, i);
+      add_context(e, c, i, r.rank[i]);
       e.in_launcher_summary = in_summary;
       e.summary_rank = summary_rank;
       exception_meta_[{rec.rank, number}] = std::move(e);
@@ -781,6 +840,7 @@ class Merger {
       e.in_launcher_summary = in_summary;
       e.summary_rank = summary_rank;
       if (joiner.active()) e.traceback_first = joiner.current().first_line;
+      if (e.role == kb::Role::kRoot || e.role == kb::Role::kCollateral) add_context(e, c, i, r.rank[i]);
       if (h.metric_captures) metric_events_.emplace_back(i, e);
       pending_.push_back(std::move(e));
     }
@@ -839,6 +899,8 @@ class Merger {
     e.text = event_text(fin.text);
     e.exc_type = fin.type;
     e.exc_frame = fin.last_frame;
+    e.frames = fin.frames;
+    e.frames_dropped = fin.frames_dropped;
     e.traceback_first = tb.first_line;
     e.traceback_last = tb.last_line;
     e.exception_line = true;
@@ -855,6 +917,8 @@ class Merger {
           rit->exception_line = true;
           rit->exc_type = x.type;
           rit->chained_cause = x.chained_cause;
+          rit->frames = x.frames;
+          rit->frames_dropped = x.frames_dropped;
         }
       }
       rit->final_exception = rit->line == fin.line;
@@ -952,6 +1016,18 @@ class Merger {
   std::string clean_;
   metrics::ProgressLine progress_;
   bool shrank_ = false;  // a mapped window of this source shrank under its chunks
+  // The last Event::kContextWindow lines of the source before the current chunk (raw
+  // bytes, capped): with the chunk's own lines, the "lines before" of an event, the same
+  // for any chunk size.
+  struct RecentLine {
+    uint64_t number;
+    int32_t rank;
+    bool plain;
+    std::string raw;
+  };
+  std::deque<RecentLine> recent_;
+  size_t context_snapshots_ = 0;  // events given their lines before, in this job
+  static constexpr size_t kMaxContextSnapshots = 256;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Writes the logs in tests/data/real/ again, by running the programs here for real
+# (Debian's python3, python3-rich, g++, ninja; nvcc for the CUDA one). The programs run in
+# /tmp/<name>, so the paths in the logs are the same on every machine.
+#   tests/data/real/programs/make-logs.sh
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$here/.."
+run_in() {  # run_in DIR LOG COMMAND...: copy DIR's programs to /tmp/DIR, run there
+  local dir=$1 log=$2
+  shift 2
+  rm -rf "/tmp/$dir" && mkdir -p "/tmp/$dir" && cp -r "$here/$dir/." "/tmp/$dir/" 2>/dev/null
+  (cd "/tmp/$dir" && "$@") > "$out/$log" 2>&1
+}
+run_in fused_ops build_missing_header__ninja.log /usr/bin/python3 build.py
+run_in flash_kernels build_nvcc_arch__ninja.log /usr/bin/python3 build.py
+mkdir -p /tmp/train_job && cp "$here"/*.py /tmp/train_job/
+(cd /tmp/train_job && COLUMNS=100 TERM=dumb /usr/bin/python3 train.py) > "$out/rich_traceback.log" 2>&1
+(cd /tmp/train_job && /usr/bin/python3 resolve.py) > "$out/name_resolution.log" 2>&1
+for s in crash:segfault killed:killed abort:aborted; do
+  printf '#!/bin/bash\n/usr/bin/python3 %s.py\n' "${s%%:*}" > /tmp/train_job/run.sh
+  chmod +x /tmp/train_job/run.sh
+  (cd /tmp/train_job && ./run.sh) > "$out/shell_${s##*:}.log" 2>&1
+done
+echo "logs written to $out"
