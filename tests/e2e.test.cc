@@ -2,6 +2,11 @@
 // PyTorch runs) and on hostile inputs generated from them at test time.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -289,6 +294,31 @@ TEST_F(E2E, BadArgumentsExitTwoAndHelpListsExitCodes) {
   Outcome h = run("diagnose --help");
   EXPECT_EQ(h.rc, 0);
   EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 16: a reader that stops early. `firstfault kb list | head -1` died with SIGABRT
+// ("terminate called ... Broken pipe"); now it stops quietly with SIGPIPE's status (141),
+// as grep and git do, for the text and the JSON outputs.
+TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
+  for (const std::string args : {"kb list", "kb list --format json", "rules"}) {
+    SCOPED_TRACE(args);
+    const std::string err = ::testing::TempDir() + "/pipe.err";
+    const std::string cmd = "bash -c 'FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args +
+                             " 2>" + err + " | true; exit ${PIPESTATUS[0]}'";
+    int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    const int rc = WEXITSTATUS(status);
+    // `true` has gone before the KB is loaded: the first write finds no reader.
+    EXPECT_EQ(rc, 141);
+    std::ifstream in(err);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("terminate"), std::string::npos) << text;
+    EXPECT_EQ(text.find("Broken pipe"), std::string::npos) << text;
+  }
 }
 
 }  // namespace

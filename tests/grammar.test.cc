@@ -162,6 +162,10 @@ TEST_F(Grammar, AnNcclProcessLineInAOneRankPasteIsThatRanks) {
   expect_primary(j, "nccl.cuda.failure", "cuda-runtime", "NCCL WARN Cuda failure 1 'invalid argument'");
   EXPECT_EQ(j["primary"]["rank"], 0);
   EXPECT_EQ(j["primary"]["rank_rule"], "only-rank-named");
+  // Its time, as written and in ISO 8601 for tools that sort.
+  EXPECT_EQ(j["primary"]["time"], "2025-04-08 08:39:46");
+  EXPECT_EQ(j["primary"]["time_iso"], "2025-04-08T08:39:46");
+  EXPECT_EQ(j["primary"]["evidence"][0]["time_iso"], "2025-04-08T08:39:46");
 }
 
 // The decisive line's traceback, its innermost frame in the user's own code, and the lines
@@ -198,6 +202,27 @@ TEST_F(Grammar, AHeaderlessTracebackTailIsJoined) {
   EXPECT_EQ(j["primary"]["exception_type"], "socket.gaierror");
   EXPECT_EQ(j["primary"]["traceback"].size(), 2u) << j["primary"]["traceback"].dump();
   EXPECT_TRUE(j["primary"]["user_frame"].is_null()) << "only library frames in the tail";
+}
+
+}  // namespace
+
+namespace {
+
+// ISO 8601 beside the time as written: microseconds when the line had sub-second digits;
+// null for a glog time, which has no year.
+TEST_F(Grammar, TimesAreGivenInIso8601BesideTheOriginalText) {
+  ff::test::write_file(dir_ / "t.log",
+                       "2026-11-30 10:20:43,856 ERROR [rank1] train: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  json j = diagnose((dir_ / "t.log").string(), 1);
+  ASSERT_TRUE(j["primary"].is_object()) << j.dump().substr(0, 500);
+  EXPECT_EQ(j["primary"]["time"], "2026-11-30 10:20:43,856");
+  EXPECT_EQ(j["primary"]["time_iso"], "2026-11-30T10:20:43.856000");
+  ff::test::write_file(dir_ / "g.log",
+                       "E1130 10:20:43.856123 81234 train.py:12] RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  j = diagnose((dir_ / "g.log").string(), 1);
+  ASSERT_TRUE(j["primary"].is_object());
+  EXPECT_FALSE(j["primary"]["time"].is_null());
+  EXPECT_TRUE(j["primary"]["time_iso"].is_null()) << j["primary"]["time_iso"];
 }
 
 }  // namespace

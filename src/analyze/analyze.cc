@@ -116,6 +116,8 @@ bool earlier(const Event* a, const Event* b, const Clocks& clocks) {
   return a->line < b->line;
 }
 
+std::string iso_time(int64_t us, record::Clock clock, bool subsecond);
+
 Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources) {
   Evidence ev;
   ev.source = e.source < sources.size() ? sources[e.source].name : "";
@@ -124,6 +126,7 @@ Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources) 
   if (rank >= 0) ev.rank = rank;
   ev.node = e.node;
   ev.time = e.time_text;
+  if (!e.time_text.empty()) ev.time_iso = iso_time(e.time_us, e.clock, e.time_subsecond);
   ev.text = e.text;
   return ev;
 }
@@ -288,6 +291,23 @@ std::string format_time(int64_t us, record::Clock clock) {
   return buf;
 }
 
+// ISO 8601 for a wall-clock time with its year (local time, as the log wrote it: logs do
+// not say their zone), to the microsecond when the line had sub-second digits; empty
+// otherwise (a glog time has no year; an elapsed time is no date).
+std::string iso_time(int64_t us, record::Clock clock, bool subsecond) {
+  if (us == record::kNoTime || clock != record::Clock::kWall) return {};
+  std::string t = format_time(us, clock);  // "YYYY-MM-DD HH:MM:SS.mmm"
+  if (t.size() < 19) return {};
+  t = t.substr(0, 19);
+  t[10] = 'T';
+  if (subsecond) {
+    char frac[16];
+    std::snprintf(frac, sizeof(frac), ".%06d", static_cast<int>((us % 1000000 + 1000000) % 1000000));
+    t += frac;
+  }
+  return t;
+}
+
 Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Incident*>& incidents,
                   const std::vector<const Event*>& launcher_failures, const std::vector<SourceSummary>& sources) {
   Hang h;
@@ -370,7 +390,8 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
     }
     MetricSummary& m = out[it->second];
     m.count += s.count;
-    ++m.ranks;
+    const bool others = key.second == metrics::SeriesSet::kOtherRanks;
+    m.ranks += others ? set.other_ranks() : 1;
     if (s.has_finite) {
       m.min = std::min(m.min, s.min);
       m.max = std::max(m.max, s.max);
@@ -379,7 +400,7 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
       m.last_step = s.last.step;
       m.last_value = s.last.value;
     }
-    if (!m.points_rank || key.second < *m.points_rank) {
+    if (!others && (!m.points_rank || key.second < *m.points_rank)) {
       m.points_rank = key.second;
       m.points.clear();
       size_t stride = std::max<size_t>(1, s.points.size() / 200);
@@ -844,6 +865,7 @@ void fill_primary(Ctx& c) {
   if (de.gpu >= 0) f.gpu = de.gpu;
   f.node = c.node;
   f.time = de.time_text;
+  if (!de.time_text.empty()) f.time_iso = iso_time(de.time_us, de.clock, de.time_subsecond);
   const bool straggler = c.rank_how == RankSource::kHangStraggler;
   // For a straggler the quoted line is another rank's timeout: its time is not when the
   // suspect failed; the collective's start is the better estimate.
@@ -1077,8 +1099,13 @@ void read_progress(Ctx& c) {
   if (c.numbers.series) {
     const auto& lp = c.numbers.series->last_progress();
     int64_t last_us = INT64_MIN;
+    if (const uint64_t others = c.numbers.series->other_ranks(); others > 0) {
+      c.d.notes.push_back(fmt::format("{} ranks past the first {} are summarised together in the series and the progress "
+                                      "(a bound on memory; the steps of each are not kept)",
+                                      others, metrics::SeriesSet::kMaxRanks));
+    }
     for (const auto& [r, pt] : lp) {
-      ++p.ranks;
+      p.ranks += r == metrics::SeriesSet::kOtherRanks ? static_cast<int>(c.numbers.series->other_ranks()) : 1;
       if (!p.last_step || pt.step > *p.last_step) p.last_step = pt.step;
       if (!p.min_last_step || pt.step < *p.min_last_step) p.min_last_step = pt.step;
       last_us = std::max(last_us, pt.time_us);

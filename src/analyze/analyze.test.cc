@@ -54,7 +54,7 @@ Event hit(const std::string& entry, kb::Role role, uint64_t line, int rank, int6
   return e;
 }
 
-std::vector<SourceSummary> one_source() { return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}}}; }
+std::vector<SourceSummary> one_source() { return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}, {}, {}}}; }
 
 TEST(Diagnose, NoEventsIsUnknownNotHealthy) {
   kb::KnowledgeBase kb = test_kb();

@@ -44,6 +44,7 @@ struct Evidence {
   std::optional<int> rank;
   std::string node;
   std::string time;       // as written in the log
+  std::string time_iso;   // the same in ISO 8601 (2025-04-08T08:39:46.114109), when the log gives the year
   std::string text;
 };
 
@@ -82,6 +83,7 @@ struct Finding {
   std::string node;
   std::optional<int> gpu;
   std::string time;
+  std::string time_iso;   // ISO 8601, when the log gives the year
   std::vector<Evidence> evidence;  // evidence[0] is the decisive line
   std::string summary;
   std::string root_cause;

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
 #include "analyze/analyze.h"
@@ -161,7 +163,18 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return ff::app::run_verify(opt);
     return 2;
   };
-  const int rc = dispatch();
+  // A reader that stops early (`firstfault kb list | head -1`): stop quietly, as grep and
+  // git do, with the exit status of a process ended by SIGPIPE (SIGPIPE itself is ignored,
+  // so a write fails with EPIPE instead of killing the process mid-way).
+  int rc = 0;
+  try {
+    rc = dispatch();
+    std::cout.flush();
+  } catch (const std::system_error& e) {
+    if (e.code() != std::errc::broken_pipe) throw;
+    return 128 + SIGPIPE;
+  }
+  if (std::cout.bad() && errno == EPIPE) return 128 + SIGPIPE;
   // A cache that cannot be written makes every run compile the KB and the patterns again
   // (seconds): said once per run, whatever failed to be written.
   if (auto problem = ff::take_cache_problem()) {

@@ -716,13 +716,36 @@ void StepGrids::publish(MetricId metric, int rank, double anchor, uint64_t strid
   if (ref.load(std::memory_order_relaxed) != v) ref.store(v, std::memory_order_relaxed);
 }
 
+int SeriesSet::key_of(int rank) {
+  // -1 (no rank) is the stream of a plain log: always its own.
+  if (rank == -1 || rank == kOtherRanks || own_ranks_.count(rank) != 0) return rank;
+  if (own_ranks_.size() < kMaxRanks) {
+    own_ranks_.insert(rank);
+    return rank;
+  }
+  if (rank >= 0 && rank < (1 << 27)) {
+    const size_t word = static_cast<size_t>(rank) / 64;
+    if (word >= other_seen_.size()) other_seen_.resize(word + 1, 0);
+    const uint64_t bit = uint64_t{1} << (rank % 64);
+    if ((other_seen_[word] & bit) == 0) {
+      other_seen_[word] |= bit;
+      ++other_ranks_;
+    }
+  }
+  return kOtherRanks;
+}
+
 void SeriesSet::add_sample(int rank, MetricId metric, double step, double value, uint32_t source, uint64_t line_no,
                            int64_t time_us, std::string_view text) {
-  series_[{metric, rank}].add(Point{step, value, source, line_no, time_us}, text);
+  const int key = key_of(rank);
+  Series& s = series_[{metric, key}];
+  s.add(Point{step, value, source, line_no, time_us}, text);
+  if (key == kOtherRanks) s.points.clear();  // a summary only (see append)
 }
 
 void SeriesSet::add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
                     std::string_view text) {
+  rank = key_of(rank);
   double step = line.has_step ? line.step : (last_step_.count(rank) ? last_step_[rank] + 1 : 1);
   last_step_[rank] = step;
   for (const Sample& s : line.samples) add_sample(rank, s.metric, step, s.value, source, line_no, time_us, text);
@@ -870,9 +893,10 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
   std::vector<double> rel_steps;
   for (size_t ri = 0; ri < b.used_ranks_; ++ri) {
     SeriesBatch::Rank& r = b.ranks_[ri];
+    const int key = key_of(r.rank);
     // Step-less lines before the rank's first step in the batch: the rank's last step
     // before the batch + 1, + 1, ... (added one at a time, as add() does).
-    RankRefs& refs = refs_of(r.rank);
+    RankRefs& refs = refs_of(key);
     rel_steps.assign(static_cast<size_t>(r.rel) + 1, 0);
     if (r.rel > 0) {
       rel_steps[1] = refs.last_step != nullptr ? *refs.last_step + 1 : 1;
@@ -888,7 +912,7 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
       if (pi < 0) continue;
       SeriesBatch::Part& P = b.parts_[static_cast<size_t>(pi)];
       if (P.count == 0) continue;
-      Series& S = series_of(refs, P.metric, r.rank);
+      Series& S = series_of(refs, P.metric, key);
       const SeriesBatch::Sample* from = P.samples.data();
       const SeriesBatch::Sample* const end = from + P.samples.size();
       if (S.count == 0) {
@@ -899,33 +923,45 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
         if (from != end && from->line == P.first.line) ++from;
       }
       S.count += P.count;
-      S.last = point(P.last);
+      // The summary of the other ranks merges several ranks of the batch, rank by rank: it
+      // takes the earliest line on a tie (as adding the lines one by one does), and keeps
+      // no points (their thinning would depend on the order of merging).
+      const bool merged = key == kOtherRanks;
+      auto earlier = [](const Point& a, const Point& b) {
+        return a.source != b.source ? a.source < b.source : a.line_no < b.line_no;
+      };
+      if (merged && earlier(point(P.first), S.first)) S.first = point(P.first);
+      if (!merged || earlier(S.last, point(P.last))) S.last = point(P.last);
       // The first point that reaches the minimum over both: the earlier one on a tie.
       if (P.has_finite) {
-        if (!S.has_finite || P.min.value < S.min) {
+        if (!S.has_finite || P.min.value < S.min || (merged && P.min.value == S.min && earlier(point(P.min), S.min_point))) {
           S.min = P.min.value;
           S.min_point = point(P.min);
           S.min_text.assign(text(P.min));
         }
-        if (!S.has_finite || P.max.value > S.max) {
+        if (!S.has_finite || P.max.value > S.max || (merged && P.max.value == S.max && earlier(point(P.max), S.max_point))) {
           S.max = P.max.value;
           S.max_point = point(P.max);
           S.max_text.assign(text(P.max));
         }
         S.has_finite = true;
       }
-      if (P.has_nonfinite && !S.has_nonfinite) {
+      if (P.has_nonfinite && (!S.has_nonfinite || (merged && earlier(point(P.nonfinite), S.first_nonfinite)))) {
         S.has_nonfinite = true;
         S.first_nonfinite = point(P.nonfinite);
         S.nonfinite_text.assign(text(P.nonfinite));
       }
       // The candidates, as Series::add offers every sample (the others are off the grid).
-      for (; from != end; ++from) S.offer_point(point(*from));
-      if (grids_) grids_->publish(P.metric, r.rank, S.anchor, S.stride);
+      if (merged) {
+        S.points.clear();
+      } else {
+        for (; from != end; ++from) S.offer_point(point(*from));
+      }
+      if (grids_) grids_->publish(P.metric, key, S.anchor, S.stride);
     }
-    if (refs.last_step == nullptr) refs.last_step = &last_step_[r.rank];
+    if (refs.last_step == nullptr) refs.last_step = &last_step_[key];
     *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];
-    if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[r.rank];
+    if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[key];
     *refs.last_progress = point_of_line(r.last_line, 0);
   }
   b.clear();

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -290,11 +291,16 @@ class SeriesSet {
  public:
   SeriesSet() = default;
   // (A copy has no published grids: nothing is filtered for it until it appends.)
-  SeriesSet(const SeriesSet& o) : series_(o.series_), last_progress_(o.last_progress_), last_step_(o.last_step_) {}
+  SeriesSet(const SeriesSet& o)
+      : series_(o.series_), last_progress_(o.last_progress_), last_step_(o.last_step_), own_ranks_(o.own_ranks_),
+        other_seen_(o.other_seen_), other_ranks_(o.other_ranks_) {}
   SeriesSet& operator=(const SeriesSet& o) {
     series_ = o.series_;
     last_progress_ = o.last_progress_;
     last_step_ = o.last_step_;
+    own_ranks_ = o.own_ranks_;
+    other_seen_ = o.other_seen_;
+    other_ranks_ = o.other_ranks_;
     refs_.clear();
     grids_.reset();
     return *this;
@@ -319,7 +325,16 @@ class SeriesSet {
   // use; valid as long as the set).
   const StepGrids* grids(size_t metrics);
 
+  // Memory stays bounded whatever the number of ranks (issue 14: 10 million distinct ranks
+  // took 7.9 GB): the first kMaxRanks distinct ranks met, in line order, have series of
+  // their own; the samples of every later rank go to the series of kOtherRanks, one
+  // summary for all of them, and those ranks are counted (other_ranks()).
+  static constexpr size_t kMaxRanks = 16384;
+  static constexpr int kOtherRanks = -2;
+  uint64_t other_ranks() const { return other_ranks_; }
+
  private:
+  int key_of(int rank);  // the rank, or kOtherRanks
   std::shared_ptr<StepGrids> grids_;
   std::map<std::pair<MetricId, int>, Series> series_;
   std::map<int, Point> last_progress_;
@@ -332,6 +347,9 @@ class SeriesSet {
     double* last_step = nullptr;
   };
   std::unordered_map<int, RankRefs> refs_;
+  std::unordered_set<int> own_ranks_;   // the ranks with series of their own
+  std::vector<uint64_t> other_seen_;    // a bit per later rank seen (ranks below 2^27)
+  uint64_t other_ranks_ = 0;
   RankRefs& refs_of(int rank);
   Series& series_of(RankRefs& refs, MetricId metric, int rank);
 };

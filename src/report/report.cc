@@ -28,6 +28,7 @@ ordered_json evidence_json(const Evidence& e) {
   j["rank"] = e.rank ? ordered_json(*e.rank) : ordered_json(nullptr);
   j["node"] = e.node.empty() ? ordered_json(nullptr) : ordered_json(e.node);
   j["time"] = e.time.empty() ? ordered_json(nullptr) : ordered_json(e.time);
+  j["time_iso"] = e.time_iso.empty() ? ordered_json(nullptr) : ordered_json(e.time_iso);
   j["text"] = e.text;
   return j;
 }
@@ -95,6 +96,7 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["node"] = str_or_null(p.node);
     pj["gpu"] = opt(p.gpu);
     pj["time"] = str_or_null(p.time);
+    pj["time_iso"] = str_or_null(p.time_iso);
     pj["rank_source"] = str_or_null(p.rank_source);
     pj["rank_rule"] = p.rank_how == RankSource::kNone ? ordered_json(nullptr) : ordered_json(rank_source_name(p.rank_how));
     pj["exception_type"] = str_or_null(p.exception_type);

@@ -723,7 +723,9 @@ class Merger {
       if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rank);
     }
     for (int rank : r.name_ranks) name_ranks_.insert(rank);
-    for (const auto& [rank, t] : r.last_time) last_time_[rank] = t;
+    for (const auto& [rank, t] : r.last_time) {
+      if (last_time_.size() < kMaxRanksTracked || last_time_.count(rank) != 0) last_time_[rank] = t;
+    }
     if (r.max_time != record::kNoTime && (job_.last_time_us == record::kNoTime || r.max_time > job_.last_time_us)) {
       job_.last_time_us = r.max_time;
       job_.last_time_clock = r.max_clock;
