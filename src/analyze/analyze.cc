@@ -1100,9 +1100,9 @@ void read_progress(Ctx& c) {
     const auto& lp = c.numbers.series->last_progress();
     int64_t last_us = INT64_MIN;
     if (const uint64_t others = c.numbers.series->other_ranks(); others > 0) {
-      c.d.notes.push_back(fmt::format("{} ranks past the first {} are summarised together in the series and the progress "
-                                      "(a bound on memory; the steps of each are not kept)",
-                                      others, metrics::SeriesSet::kMaxRanks));
+      c.d.notes.push_back(std::to_string(others) + " ranks past the first " + std::to_string(metrics::SeriesSet::kMaxRanks) +
+                          " are summarised together in the series and the progress (a bound on memory; the steps of "
+                          "each are not kept)");
     }
     for (const auto& [r, pt] : lp) {
       p.ranks += r == metrics::SeriesSet::kOtherRanks ? static_cast<int>(c.numbers.series->other_ranks()) : 1;

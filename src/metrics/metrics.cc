@@ -928,7 +928,7 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
       // no points (their thinning would depend on the order of merging).
       const bool merged = key == kOtherRanks;
       auto earlier = [](const Point& a, const Point& b) {
-        return a.source != b.source ? a.source < b.source : a.line_no < b.line_no;
+        return a.source != b.source ? a.source < b.source : a.line < b.line;
       };
       if (merged && earlier(point(P.first), S.first)) S.first = point(P.first);
       if (!merged || earlier(S.last, point(P.last))) S.last = point(P.last);

@@ -326,6 +326,44 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
   }
 }
 
+// Issue 14: past SeriesSet::kMaxRanks distinct ranks, the others share one summary
+// (kOtherRanks) and are counted; batches merge several of them rank by rank, which must
+// give what adding the lines one by one gives (ties broken by the earlier line, no points).
+TEST(SeriesBatch, RanksPastTheCapAreSummarisedAlikeInBothPaths) {
+  std::mt19937 rng(7);
+  SeriesSet one, batched;
+  SeriesBatch batch;
+  std::vector<std::string> texts;
+  const int nranks = static_cast<int>(SeriesSet::kMaxRanks) + 3000;
+  uint64_t line_no = 0;
+  for (int i = 0; i < 60000; ++i) {
+    ProgressLine p;
+    const int rank = i < nranks ? i : static_cast<int>(rng() % nranks);
+    p.has_step = true;
+    p.step = double(i / nranks + 1);
+    double v = double(rng() % 5);
+    if (rng() % 50 == 0) v = NAN;
+    p.samples.push_back({0, v});
+    std::string text = "line " + std::to_string(i);
+    ++line_no;
+    one.add(rank, p, 0, line_no, int64_t(i), text);
+    texts.push_back(text);
+    batch.add(rank, p, 0, line_no, int64_t(i), static_cast<uint32_t>(texts.size() - 1), nullptr);
+    if (rng() % 500 == 0 || i + 1 == 60000) {
+      batched.append(batch, [&](uint32_t ref) { return std::string_view(texts[ref]); });
+      texts.clear();
+    }
+  }
+  EXPECT_EQ(set_diff(one, batched), "");
+  EXPECT_EQ(one.other_ranks(), 3000u);
+  EXPECT_EQ(batched.other_ranks(), 3000u);
+  // kMaxRanks own series, one summary, and no more.
+  EXPECT_EQ(one.last_progress().size(), SeriesSet::kMaxRanks + 1);
+  auto it = one.all().find({0, SeriesSet::kOtherRanks});
+  ASSERT_NE(it, one.all().end());
+  EXPECT_TRUE(it->second.points.empty());
+}
+
 TEST(Series, PointsLieOnAStepGridAndStayBounded) {
   // Steps 5, 8, 11, ... : the points are those at anchor + k * stride.
   Series s;

@@ -722,7 +722,9 @@ class Merger {
     for (int rank : r.ranks_seen) {
       if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rank);
     }
-    for (int rank : r.name_ranks) name_ranks_.insert(rank);
+    for (int rank : r.name_ranks) {
+      if (name_ranks_.size() < kMaxRanksTracked) name_ranks_.insert(rank);
+    }
     for (const auto& [rank, t] : r.last_time) {
       if (last_time_.size() < kMaxRanksTracked || last_time_.count(rank) != 0) last_time_[rank] = t;
     }
