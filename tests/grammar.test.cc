@@ -226,3 +226,40 @@ TEST_F(Grammar, TimesAreGivenInIso8601BesideTheOriginalText) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string pasted(const std::string& name) { return std::string(FF_SOURCE_DIR) + "/tests/data/pasted/" + name; }
+
+// Schedulers: Slurm's time limit and a pod that Kubernetes OOM-killed.
+TEST_F(Grammar, SchedulerReportsAreTheFailure) {
+  expect_primary(diagnose(pasted("slurm_time_limit.log"), 1), "slurm.job.time-limit", "launcher", "DUE TO TIME LIMIT");
+  expect_primary(diagnose(pasted("kubectl_describe_oomkilled.log"), 1), "kubernetes.pod.oomkilled", "host-memory",
+                 "OOMKilled");
+}
+
+// Two ranks' tracebacks interleaved line by line are joined per rank: rank 1's CUDA error
+// is the failure, rank 0's StopIteration is not mixed into it.
+TEST_F(Grammar, InterleavedTracebacksOfTwoRanksAreJoinedPerRank) {
+  json j = diagnose(pasted("two_ranks_interleaved.log"), 1);
+  expect_primary(j, "cuda.kernel.illegal-memory-access", "cuda-runtime", "an illegal memory access was encountered");
+  EXPECT_EQ(j["primary"]["rank"], 1);
+  ASSERT_FALSE(j["primary"]["traceback"].empty());
+  EXPECT_EQ(j["primary"]["traceback"].back()["line"], 33) << j["primary"]["traceback"].dump();
+}
+
+// An exception message wrapped over several lines still names its entry.
+TEST_F(Grammar, AnExceptionMessageWrappedOverLinesIsNamed) {
+  expect_primary(diagnose(pasted("wrapped_state_dict_message.log"), 1), "pytorch.checkpoint.load-state-dict-mismatch",
+                 "checkpoint", "Error(s) in loading state_dict for GPT");
+}
+
+// Benign lines stay benign: the tokenizers fork warning, unused weights of a checkpoint, a
+// deprecation; the run is not failed or degraded (it shows no end: incomplete).
+TEST_F(Grammar, WarningsUsersAskAboutDoNotMakeARunFailedOrDegraded) {
+  json j = diagnose(pasted("hf_benign_warnings.log"), 3);
+  EXPECT_EQ(j["verdict"], "incomplete") << j["reasons"].dump();
+  EXPECT_TRUE(j["primary"].is_null());
+}
+
+}  // namespace
