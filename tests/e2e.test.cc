@@ -322,3 +322,43 @@ TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 16, the first minute: `firstfault FILE` is `firstfault diagnose FILE`; with no
+// input, a pipe or file on stdin is read; a typo of a subcommand gets "did you mean"; -V.
+class E2EFirstMinute : public ff::test::TempDirTest {};
+
+TEST_F(E2EFirstMinute, AFileAloneIsDiagnosedAndStdinIsReadWhenNoInputIsNamed) {
+  const std::string log = std::string(FF_SOURCE_DIR) + "/tests/data/01_rank_exception__tee.log";
+  ff::test::Outcome named = run("diagnose --format json " + ff::test::quote(log));
+  ff::test::Outcome bare = run(ff::test::quote(log) + " --format json");
+  EXPECT_EQ(bare.rc, 1) << bare.err;
+  EXPECT_EQ(bare.out, named.out);
+  ff::test::Outcome piped = run("diagnose --format json", log);  // stdin is the file
+  EXPECT_EQ(piped.rc, 1) << piped.err;
+  nlohmann::json a = nlohmann::json::parse(named.out), b = nlohmann::json::parse(piped.out);
+  EXPECT_EQ(a["primary"]["id"], b["primary"]["id"]);
+  EXPECT_EQ(a["primary"]["evidence"][0]["line"], b["primary"]["evidence"][0]["line"]);
+  ff::test::Outcome events = run("events", log);
+  EXPECT_EQ(events.rc, 1) << events.err;
+  EXPECT_NE(events.out.find("\"kind\""), std::string::npos);
+}
+
+TEST_F(E2EFirstMinute, ATypoGetsDidYouMeanAndVersionHasAShortFlag) {
+  ff::test::Outcome typo = run("diagnoze x.log");
+  EXPECT_EQ(typo.rc, 2);
+  EXPECT_NE(typo.err.find("did you mean 'diagnose'?"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find("subcommands: diagnose, events"), std::string::npos) << typo.err;
+  ff::test::Outcome missing = run("no-such-file.log");
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_NE(missing.err.find("'no-such-file.log' is not a subcommand, nor a file or folder here"), std::string::npos)
+      << missing.err;
+  ff::test::Outcome v = run("-V");
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_EQ(v.out.rfind("firstfault ", 0), 0u) << v.out;
+  ff::test::Outcome help = run("--help");
+  EXPECT_NE(help.out.find("Usage: firstfault"), std::string::npos) << help.out.substr(0, 300);
+}
+
+}  // namespace

@@ -2,8 +2,10 @@
 // it loads the KB, builds the scan engine, runs the scan, analyses and renders.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -38,14 +40,61 @@ constexpr const char* kExitCodes =
 
 }  // namespace
 
+// `firstfault job.log` means `firstfault diagnose job.log` (issue 16): the first word is
+// not a subcommand or an option, and names a file, a folder or stdin ("-").
+bool first_word_is_an_input(int argc, char** argv, const CLI::App& app) {
+  if (argc < 2) return false;
+  const std::string first = argv[1];
+  if (first.empty() || (first[0] == '-' && first != "-")) return false;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->check_name(first)) return false;
+  }
+  struct stat st {};
+  return first == "-" || ::stat(first.c_str(), &st) == 0;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first word is neither an option, a subcommand nor an input: say so, with the
+// nearest subcommand when one is close (a typo), instead of "A subcommand is required".
+bool explain_unknown_first_word(int argc, char** argv, const CLI::App& app) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string first = argv[1];
+  std::string names, best;
+  size_t best_d = 3;  // at most two edits away
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->check_name(first)) return false;
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    const size_t d = edit_distance(first, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  fmt::print(stderr, "firstfault: '{}' is not a subcommand, nor a file or folder here{}\n  subcommands: {}\n",
+             ff::escape_for_terminal(first), best.empty() ? "" : "; did you mean '" + best + "'?", names);
+  return true;
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   ff::app::Options opt;
   CLI::App app{"firstfault: why did my training job die? Reads the logs of an ML training or serving job "
                "and names the failure that happened first, on which rank and node, what is only collateral, "
                "the root cause, the fix and how to verify it. Fully offline."};
+  app.name("firstfault");  // the usage says firstfault, not the path it was run from
   app.footer(kExitCodes);
-  app.set_version_flag("--version", "firstfault " FF_VERSION);
+  app.set_version_flag("--version,-V", "firstfault " FF_VERSION);
   app.require_subcommand(1);
   app.add_option("--kb", opt.kb_dirs, "Extra knowledge-base directory (adds entries, overrides same ids); repeatable")
       ->check(CLI::ExistingDirectory);
@@ -54,8 +103,8 @@ int main(int argc, char** argv) {
   auto* diag = app.add_subcommand("diagnose", "Diagnose a failed job from its logs");
   diag->add_option("inputs", opt.inputs,
                    "Log files, directories (a torchrun --log_dir, per-node Slurm outputs), .gz/.zst/.xz files, "
-                   ".tar(.gz) bundles, or - for stdin. Several inputs are one job.")
-      ->required();
+                   ".tar(.gz) bundles, or - for stdin (the default when stdin is a pipe or a file). Several "
+                   "inputs are one job.");
   diag->add_option("--format,-f", opt.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   diag->add_option("--color", opt.color, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
@@ -70,7 +119,7 @@ int main(int argc, char** argv) {
   diag->footer(kExitCodes);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
-  events->add_option("inputs", opt.inputs, "Log files, directories, archives, or - for stdin")->required();
+  events->add_option("inputs", opt.inputs, "Log files, directories, archives, or - for stdin (the default when stdin is not a terminal)");
   events->add_option("--format,-f", opt.format, "Output format: jsonl or text")
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
@@ -133,13 +182,32 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  // `firstfault job.log`: diagnose it.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (first_word_is_an_input(argc, argv, app)) {
+    args.insert(args.begin(), "diagnose");
+  } else if (explain_unknown_first_word(argc, argv, app)) {
+    return 2;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
 
+  // No input named: stdin when it is a pipe or a file (`cat job.log | firstfault diagnose`);
+  // on a terminal, say what to give instead of waiting for typed text.
+  if ((diag->parsed() || events->parsed()) && opt.inputs.empty()) {
+    if (::isatty(STDIN_FILENO)) {
+      fmt::print(stderr, "firstfault: no input: name log files or folders (firstfault {} train.log), or pipe one in "
+                         "(cat train.log | firstfault {})\n",
+                 diag->parsed() ? "diagnose" : "events", diag->parsed() ? "diagnose" : "events");
+      return 2;
+    }
+    opt.inputs = {"-"};
+  }
   // Commands that read logs stop reading at Ctrl-C or SIGTERM and answer for what they
   // read, marked incomplete; a second Ctrl-C ends them at once.
   if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed()) ff::install_interrupt_handlers();
