@@ -1115,12 +1115,59 @@ TEST_F(HostileCache, AnUnwritableCacheIsSaidOncePerRun) {
   cache_dir_ = path("ro");
   auto drop = [] {
     if (::geteuid() != 0) return true;
-    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0;
+    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0 && ::access(FF_BINARY, X_OK) == 0;
   };
   Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, drop);
-  if (r.rc == 77) GTEST_SKIP() << "running as root and cannot drop privileges";
+  if (r.rc == 77) GTEST_SKIP() << "running as root, and nobody cannot be made the user or cannot reach " << FF_BINARY;
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+}
+
+// A full disk (here a file-size limit of 256 KiB: room for the report, not for the
+// caches, refused as a full file system refuses them): the run still answers, and says
+// once that the cache could not be written.
+TEST_F(HostileCache, AFullDiskIsSaidOnceAndTheRunAnswers) {
+  cache_dir_ = path("fresh-cache");
+  auto small_files = [] {
+    struct rlimit lim {256 << 10, 256 << 10};
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+    return ::setrlimit(RLIMIT_FSIZE, &lim) == 0;
+  };
+  Outcome r = run({"diagnose", "--format", "json", kKilledLog}, 120 * kSlow, small_files);
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.err;
+  expect_killed_rank1(j, r);
+  EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
+}
+
+// Cache files of another user, or writable by others, are not read (a forged but
+// well-formed cache would pass the checksums): they are compiled again and replaced.
+TEST_F(HostileCache, CacheFilesOfAnotherUserAreNotTrusted) {
+  cache_dir_ = path("shared-cache");
+  Outcome first = run({"diagnose", kKilledLog}, 120 * kSlow);
+  ASSERT_EQ(first.rc, 1) << first.err;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache_dir_)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  ASSERT_FALSE(files.empty());
+  const bool root = ::geteuid() == 0;
+  for (const auto& f : files) {
+    // As root: hand them to nobody; as a user: make them writable by everyone.
+    if (root) {
+      ASSERT_EQ(::chown(f.c_str(), 65534, 65534), 0);
+    } else {
+      fs::permissions(f, fs::perms::others_write, fs::perm_options::add);
+    }
+  }
+  Outcome second = run({"diagnose", kKilledLog}, 120 * kSlow);
+  EXPECT_EQ(second.rc, 1) << second.err;
+  for (const auto& f : files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) continue;  // pruned: not read either
+    EXPECT_EQ(st.st_uid, ::geteuid()) << f << " was kept, so it was read";
+    EXPECT_EQ(st.st_mode & S_IWOTH, 0u) << f << " was kept, so it was read";
+  }
 }
 
 TEST_F(HostileCache, PlantedSymlinksAreNotWrittenThrough) {

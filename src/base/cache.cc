@@ -32,7 +32,11 @@ int open_cache_file(const std::string& path, size_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  // Only a regular file of this user's (or root's), that nobody else may write: in a
+  // shared cache folder another user could plant a well-formed cache (the checksums
+  // guard against damage, not against a forger), as ssh refuses keys others can write.
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != ::geteuid() && st.st_uid != 0) ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     ::close(fd);
     return -1;
   }

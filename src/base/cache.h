@@ -21,7 +21,8 @@
 namespace ff {
 
 // A descriptor for reading the regular file at path (O_NOFOLLOW | O_NONBLOCK), its size
-// in *size; -1 when there is none, or it is a link, a FIFO or anything else.
+// in *size; -1 when there is none, or it is a link, a FIFO or anything else, or it is
+// another user's (not root's) or writable by group or others.
 int open_cache_file(const std::string& path, size_t* size);
 
 // Writes the pieces, one after the other, to path atomically (a new temporary file in
