@@ -1135,7 +1135,7 @@ TEST_F(HostileCache, AFullDiskIsSaidOnceAndTheRunAnswers) {
   };
   Outcome r = run({"diagnose", "--format", "json", kKilledLog}, 120 * kSlow, small_files);
   json j = json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.err;
+  ASSERT_FALSE(j.is_discarded()) << "rc " << r.rc << " out " << r.out.substr(0, 300) << " err " << r.err;
   expect_killed_rank1(j, r);
   EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;
 }
