@@ -19,7 +19,7 @@ using ff::test::quote;
 
 std::string real_log(const std::string& name) { return std::string(FF_SOURCE_DIR) + "/tests/data/real/" + name; }
 std::string excerpt(const std::string& id) {
-  return std::string(FF_SOURCE_DIR) + "/../shared/corpus/github-issues-2/cases/" + id + ".log";
+  return std::string(FF_SHARED_DIR) + "/corpus/github-issues-2/cases/" + id + ".log";
 }
 
 class Grammar : public ff::test::TempDirTest {

@@ -205,6 +205,14 @@ class Hostile : public ::testing::Test {
   }
 
   // The job's other input was still diagnosed: SIGKILL of rank 1 first.
+  // For run()'s in_child: as root, become nobody, so that file modes are enforced; false
+  // (the child exits 77, the test skips) when that fails or nobody cannot reach the binary
+  // (a checkout in root's home).
+  static bool as_nobody_when_root() {
+    if (::geteuid() != 0) return true;
+    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0 && ::access(FF_BINARY, X_OK) == 0;
+  }
+
   static void expect_killed_rank1(const json& j, const Outcome& r) {
     ASSERT_TRUE(j.contains("primary") && j["primary"].is_object()) << r.err.substr(0, 500);
     EXPECT_EQ(j["primary"]["rank"], 1) << j["primary"].dump().substr(0, 500);
@@ -593,11 +601,8 @@ TEST_F(Hostile, UnreadableFileIsNamedAndTheRestIsRead) {
   write_file(dir_ / "job" / "rank1.log", read_file(kKilledLog));
   // As root, the file's mode does not stop reading it: the run drops to nobody, who must
   // still reach the binary (not so in a checkout in root's home: then the test is skipped).
-  auto drop = [] {
-    if (::geteuid() != 0) return true;
-    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0 && ::access(FF_BINARY, X_OK) == 0;
-  };
-  Outcome r = run({"--no-cache", "diagnose", "--format", "json", path("secret.log"), path("job")}, 60, drop);
+  Outcome r =
+      run({"--no-cache", "diagnose", "--format", "json", path("secret.log"), path("job")}, 60, as_nobody_when_root);
   if (r.rc == 77) GTEST_SKIP() << "running as root, and nobody cannot be made the user or cannot reach " << FF_BINARY;
   if (::geteuid() != 0 && ::access(path("secret.log").c_str(), R_OK) == 0) GTEST_SKIP() << "permissions are not enforced";
   json j = json::parse(r.out, nullptr, false);
@@ -1113,11 +1118,7 @@ TEST_F(HostileCache, AnUnwritableCacheIsSaidOncePerRun) {
   fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                                    fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
   cache_dir_ = path("ro");
-  auto drop = [] {
-    if (::geteuid() != 0) return true;
-    return ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() != 0 && ::access(FF_BINARY, X_OK) == 0;
-  };
-  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, drop);
+  Outcome r = run({"diagnose", kKilledLog}, 120 * kSlow, as_nobody_when_root);
   if (r.rc == 77) GTEST_SKIP() << "running as root, and nobody cannot be made the user or cannot reach " << FF_BINARY;
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(lines_with(r.err, "cannot write the cache"), 1u) << r.err;

@@ -40,15 +40,23 @@ constexpr const char* kExitCodes =
 
 }  // namespace
 
+std::vector<const CLI::App*> subcommands(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App*) { return true; });
+}
+
+bool is_subcommand(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : subcommands(app)) {
+    if (sub->check_name(word)) return true;
+  }
+  return false;
+}
+
 // `firstfault job.log` means `firstfault diagnose job.log` (issue 16): the first word is
 // not a subcommand or an option, and names a file, a folder or stdin ("-").
 bool first_word_is_an_input(int argc, char** argv, const CLI::App& app) {
   if (argc < 2) return false;
   const std::string first = argv[1];
-  if (first.empty() || (first[0] == '-' && first != "-")) return false;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->check_name(first)) return false;
-  }
+  if (first.empty() || (first[0] == '-' && first != "-") || is_subcommand(app, first)) return false;
   struct stat st {};
   return first == "-" || ::stat(first.c_str(), &st) == 0;
 }
@@ -71,12 +79,11 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // The first word is neither an option, a subcommand nor an input: say so, with the
 // nearest subcommand when one is close (a typo), instead of "A subcommand is required".
 bool explain_unknown_first_word(int argc, char** argv, const CLI::App& app) {
-  if (argc < 2 || argv[1][0] == '-') return false;
+  if (argc < 2 || argv[1][0] == '-' || is_subcommand(app, argv[1])) return false;
   const std::string first = argv[1];
   std::string names, best;
   size_t best_d = 3;  // at most two edits away
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->check_name(first)) return false;
+  for (const CLI::App* sub : subcommands(app)) {
     names += (names.empty() ? "" : ", ") + sub->get_name();
     const size_t d = edit_distance(first, sub->get_name());
     if (d < best_d) best_d = d, best = sub->get_name();

@@ -1196,6 +1196,11 @@ bool is_chain_marker(std::string_view t) {
 
 }  // namespace
 
+bool may_start_traceback(std::string_view message) {
+  return message.find("Traceback (most recent call last)") != std::string_view::npos ||
+         starts_with(trim(message), "File \"");
+}
+
 bool parse_exception_line(std::string_view text, std::string& type, std::string& message) {
   std::string_view t = trim(text);
   size_t i = 0;

@@ -233,6 +233,11 @@ class TracebackJoiner {
   Traceback cur_;
 };
 
+// Whether a line may open a traceback (TracebackJoiner decides): the header, rich's boxed
+// header (no colon), or the first frame of a pasted tail. A cheap superset, for the scan's
+// marks of the lines its joiners must see.
+bool may_start_traceback(std::string_view message);
+
 // Recognises one line as an exception line "Type: message" / "Type"; fills type/msg.
 bool parse_exception_line(std::string_view text, std::string& type, std::string& message);
 

@@ -119,12 +119,6 @@ bool is_summary_header(std::string_view message) {
   return message.find(kSummaryWord) != std::string_view::npos && ends_with(trim(message), ":");
 }
 
-// Lines that can open a traceback, for phase A's marks (the joiner decides): the
-// header, rich's boxed header (no colon), and the first frame of a pasted tail.
-bool is_traceback_start(std::string_view message) {
-  return message.find("Traceback (most recent call last)") != std::string_view::npos ||
-         starts_with(trim(message), "File \"");
-}
 
 void apply_name_origin(record::Record& rec, const record::Origin& o) {
   if (rec.rank < 0) rec.rank = o.rank;
@@ -407,7 +401,7 @@ class LineWorker {
       if (known || (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
         r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
       bool mark = (!known || shape_may_mark(progress_.shape)) &&
-                  (is_summary_header(rec.message) || is_traceback_start(rec.message));
+                  (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
       if (joined) {
         // Matched below, all lines in one pass.
         joined_.append(rec.message);
@@ -438,7 +432,7 @@ class LineWorker {
       if (known_id == id) return may;
     }
     const std::string_view text = progress_parser_.shape_text(id);
-    const bool may = text.find(kSummaryWord) != std::string_view::npos || is_traceback_start(text);
+    const bool may = text.find(kSummaryWord) != std::string_view::npos || record::may_start_traceback(text);
     shape_marks_[next_shape_mark_++ % shape_marks_.size()] = {id, may};
     return may;
   }

@@ -6,14 +6,16 @@
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$here/.."
-run_in() {  # run_in DIR LOG COMMAND...: copy DIR's programs to /tmp/DIR, run there
+run_in() {  # run_in DIR LOG COMMAND...: copy DIR's programs (and build_extension.py, which
+            # runs ninja as torch.utils.cpp_extension does) to /tmp/DIR, run there
   local dir=$1 log=$2
   shift 2
   rm -rf "/tmp/$dir" && mkdir -p "/tmp/$dir" && cp -r "$here/$dir/." "/tmp/$dir/" 2>/dev/null
+  cp "$here/build_extension.py" "/tmp/$dir/"
   (cd "/tmp/$dir" && "$@") > "$out/$log" 2>&1
 }
-run_in fused_ops build_missing_header__ninja.log /usr/bin/python3 build.py
-run_in flash_kernels build_nvcc_arch__ninja.log /usr/bin/python3 build.py
+run_in fused_ops build_missing_header__ninja.log /usr/bin/python3 build_extension.py fused_ops
+run_in flash_kernels build_nvcc_arch__ninja.log /usr/bin/python3 build_extension.py flash_kernels
 mkdir -p /tmp/train_job && cp "$here"/*.py /tmp/train_job/
 (cd /tmp/train_job && COLUMNS=100 TERM=dumb /usr/bin/python3 train.py) > "$out/rich_traceback.log" 2>&1
 (cd /tmp/train_job && /usr/bin/python3 resolve.py) > "$out/name_resolution.log" 2>&1

@@ -10,4 +10,4 @@ def _run_ninja_build(build_directory, verbose, error_prefix):
     except subprocess.CalledProcessError as e:
         message = error_prefix
         raise RuntimeError(message) from e
-_run_ninja_build('.', True, "Error building extension 'fused_ops'")
+_run_ninja_build('.', True, "Error building extension '" + sys.argv[1] + "'")
