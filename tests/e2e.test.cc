@@ -1,6 +1,7 @@
 // End-to-end tests: the firstfault binary on real logs (tests/data, written by real
 // PyTorch runs) and on hostile inputs generated from them at test time.
 #include <gtest/gtest.h>
+#include <csignal>
 
 #include <sys/wait.h>
 
@@ -304,15 +305,37 @@ namespace {
 // ("terminate called ... Broken pipe"); now it stops quietly with SIGPIPE's status (141),
 // as grep and git do, for the text and the JSON outputs.
 TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
-  for (const std::string args : {"kb list", "kb list --format json", "rules"}) {
+  const std::string log = ff::test::data("01_rank_exception__tee.log");
+  const std::string healthy = ff::test::data("09_healthy__tee.log");
+  const std::string site = ::testing::TempDir() + "/pipe-site";
+  for (const std::string& args :
+       {std::string("kb list"), std::string("kb list --format json"), std::string("rules"), std::string("kb check"),
+        std::string("kb literals"), "diagnose " + log, "diagnose --format json " + log, log, "events " + log,
+        std::string("explain pytorch.cuda.out-of-memory"), std::string("search 'CUDA out of memory'"),
+        "diff " + log + " --control " + healthy, "verify --before " + log + " --after " + healthy, "site " + site,
+        std::string("--help"), std::string("diagnose --help"), std::string("-V")}) {
     SCOPED_TRACE(args);
     const std::string err = ::testing::TempDir() + "/pipe.err";
-    const std::string cmd = "bash -c 'FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args +
-                             " 2>" + err + " | true; exit ${PIPESTATUS[0]}'";
-    int status = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(status));
+    // stdout is a pipe whose reader has already gone, as when `head` has read its lines:
+    // the first write finds no reader, however fast the command is.
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    ::close(fds[0]);
+    const std::string cmd = "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args +
+                            " 2>" + err;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[1]);
+      ::signal(SIGPIPE, SIG_DFL);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     const int rc = WEXITSTATUS(status);
-    // `true` has gone before the KB is loaded: the first write finds no reader.
     EXPECT_EQ(rc, 141);
     std::ifstream in(err);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -359,6 +382,54 @@ TEST_F(E2EFirstMinute, ATypoGetsDidYouMeanAndVersionHasAShortFlag) {
   EXPECT_EQ(v.out.rfind("firstfault ", 0), 0u) << v.out;
   ff::test::Outcome help = run("--help");
   EXPECT_NE(help.out.find("Usage: firstfault"), std::string::npos) << help.out.substr(0, 300);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 16: a mistake gets the nearest right answer, not an empty one.
+class E2EDidYouMean : public ff::test::TempDirTest {};
+
+TEST_F(E2EDidYouMean, FlagsEntryIdsAndFilterValues) {
+  const std::string log = ff::test::data("01_rank_exception__tee.log");
+  ff::test::Outcome flag = run("diagnose --fromat json " + log);
+  EXPECT_EQ(flag.rc, 2);
+  EXPECT_NE(flag.err.find("did you mean '--format'?"), std::string::npos) << flag.err;
+  ff::test::Outcome verbose = run("diagnose --verbsoe " + log);
+  EXPECT_NE(verbose.err.find("'--verbose'"), std::string::npos) << verbose.err;
+  ff::test::Outcome id = run("explain out-of-memory");
+  EXPECT_EQ(id.rc, 2);
+  EXPECT_NE(id.err.find("did you mean "), std::string::npos) << id.err;
+  EXPECT_NE(id.err.find("pytorch.cuda.out-of-memory"), std::string::npos) << id.err;
+  ff::test::Outcome typo_id = run("explain pytorch.cuda.out-of-memroy");
+  EXPECT_NE(typo_id.err.find("did you mean pytorch.cuda.out-of-memory"), std::string::npos) << typo_id.err;
+  ff::test::Outcome fw = run("kb list --framework PyTorch");
+  EXPECT_EQ(fw.rc, 2) << "a value no entry has is a mistake, not an empty list";
+  EXPECT_EQ(fw.out, "");
+  EXPECT_NE(fw.err.find("no entry has --framework 'PyTorch'; did you mean pytorch"), std::string::npos) << fw.err;
+  EXPECT_NE(fw.err.find("deepspeed"), std::string::npos) << "the values that exist are named\n" << fw.err;
+  ff::test::Outcome cat = run("kb list --category oom");
+  EXPECT_EQ(cat.rc, 2);
+  EXPECT_NE(cat.err.find("--category values: "), std::string::npos) << cat.err;
+  EXPECT_NE(cat.err.find("gpu-memory"), std::string::npos) << cat.err;
+  EXPECT_NE(run("kb list --category memory").err.find("did you mean gpu-memory, host-memory?"), std::string::npos);
+  ff::test::Outcome good = run("kb list --framework pytorch --category gpu-memory");
+  EXPECT_EQ(good.rc, 0) << good.err;
+  EXPECT_NE(good.out.find("pytorch.cuda.out-of-memory"), std::string::npos);
+}
+
+TEST_F(E2EDidYouMean, EachSubcommandsHelpSpeaksOfThatSubcommand) {
+  ff::test::Outcome diag = run("diagnose --help");
+  EXPECT_NE(diag.out.find("healthy: the log shows the run completing"), std::string::npos) << diag.out;
+  for (const std::string& sub : std::vector<std::string>{"explain", "site", "rules", "search", "kb list", "kb check", "events"}) {
+    SCOPED_TRACE(sub);
+    ff::test::Outcome h = run(sub + " --help");
+    EXPECT_EQ(h.rc, 0);
+    EXPECT_EQ(h.out.find("healthy: the log shows"), std::string::npos) << "diagnose's exit codes are not this one's";
+    EXPECT_NE(h.out.find("Exit codes:"), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("Usage: firstfault " + sub.substr(0, sub.find(' '))), std::string::npos) << h.out;
+  }
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ inline ::testing::Environment* const kSharedCacheCleanup = ::testing::AddGlobalT
 inline Outcome run_firstfault(const std::string& args, const fs::path& work, const std::string& stdin_file = "") {
   fs::create_directories(work);
   std::string out = (work / "stdout").string(), err = (work / "stderr").string();
-  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 " + FF_BINARY + " " + args +
+  // COLUMNS= : the layout of a pipe, whatever the caller's environment says (app/terminal.h).
+  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 COLUMNS= " + FF_BINARY + " " + args +
                     (stdin_file.empty() ? " </dev/null" : " <" + quote(stdin_file)) + " >" + quote(out) + " 2>" + quote(err);
   int status = std::system(cmd.c_str());
   Outcome r;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,9 @@
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
 #include "app/perf.h"
+#include "app/terminal.h"
 #include "base/escape.h"
+#include "base/wrap.h"
 #include "base/strings.h"
 #include "kb/kb.h"
 #include "record/record.h"
@@ -101,9 +104,10 @@ void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inpu
   if (!d.primary) return;
   std::string before;
   for (const auto& in : inputs) before += (before.empty() ? "" : " ") + shell_quote(in);
-  d.primary->verify += std::string(d.primary->verify.empty() ? "" : "\n") +
-                       "Then check that the failure's signature (fingerprint " + d.primary->fingerprint +
-                       ") is gone: firstfault verify --before " + before + " --after NEW_LOGS";
+  std::string& v = d.primary->verify;
+  v = std::string(trim(v));
+  v += std::string(v.empty() ? "" : "\n") + "Then check that its signature (" + d.primary->fingerprint +
+       ") is gone from the rerun:\n$ firstfault verify --before " + before + " --after NEW_LOGS";
 }
 
 int run_diagnose(const Options& opt) {
@@ -143,6 +147,8 @@ int run_diagnose(const Options& opt) {
     const char* no_color = std::getenv("NO_COLOR");
     to.color = opt.color == "always" || (opt.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
     to.verbose = opt.verbose;
+    to.width = output_width(STDOUT_FILENO);
+    to.rows = output_rows(STDOUT_FILENO);
     std::cout << report::render_text(d, to);
   }
   std::cout.flush();
@@ -250,7 +256,34 @@ int run_kb_list(const Options& opt) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
+  // A filter value no entry has is a mistake, not an empty answer: say which values exist
+  // (`--framework PyTorch`: the frameworks are written in lower case).
+  {
+    std::set<std::string> cats, fws, tags;
+    for (const auto& e : loaded->kb->entries) {
+      cats.insert(e.category);
+      fws.insert(e.frameworks.begin(), e.frameworks.end());
+      tags.insert(e.tags.begin(), e.tags.end());
+    }
+    bool bad = false;
+    auto check = [&](const char* flag, const std::string& value, const std::set<std::string>& known) {
+      if (value.empty() || known.count(value)) return;
+      bad = true;
+      std::vector<std::string> all(known.begin(), known.end());
+      auto near = nearest_words(value, all, 3);
+      std::string hint = near.empty() ? "" : fmt::format("; did you mean {}?", fmt::join(near, ", "));
+      std::string listed = all.size() <= 40 ? fmt::format("\n  {} values: {}", flag, fmt::join(all, ", "))
+                                            : fmt::format("\n  ({} values; firstfault kb list --format json shows them)", all.size());
+      fmt::print(stderr, "firstfault: no entry has {} '{}'{}{}\n", flag, escape_for_terminal(value), hint,
+                 escape_for_terminal(listed, true));
+    };
+    check("--category", opt.filter_category, cats);
+    check("--framework", opt.filter_framework, fws);
+    check("--tag", opt.filter_tag, tags);
+    if (bad) return 2;
+  }
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  std::vector<std::array<std::string, 4>> rows;
   size_t listed = 0;
   for (const auto& e : loaded->kb->entries) {
     if (!opt.filter_category.empty() && e.category != opt.filter_category) continue;
@@ -264,9 +297,32 @@ int run_kb_list(const Options& opt) {
       arr.push_back({{"id", e.id}, {"title", e.title}, {"category", e.category}, {"phase", e.phase},
                      {"severity", e.severity}, {"frameworks", e.frameworks}, {"tags", e.tags}});
     } else {
-      fmt::print("{:<50} {:<14} {:<15} {}\n", escape_for_terminal(e.id), escape_for_terminal(e.category),
-                 escape_for_terminal(e.phase), escape_for_terminal(e.title));
+      rows.push_back({escape_for_terminal(e.id), escape_for_terminal(e.category), escape_for_terminal(e.phase),
+                      escape_for_terminal(e.title)});
     }
+  }
+  if (opt.format != "json") {
+    // Columns as wide as their longest cell; on a terminal the title is cut to what is
+    // left of its width, or, when too little is left, goes under the id.
+    const size_t width = output_width(STDOUT_FILENO);
+    size_t id_w = 0, cat_w = 0, phase_w = 0;
+    for (const auto& r : rows) {
+      id_w = std::max(id_w, display_width(r[0]));
+      cat_w = std::max(cat_w, display_width(r[1]));
+      phase_w = std::max(phase_w, display_width(r[2]));
+    }
+    const size_t fixed = id_w + cat_w + phase_w + 3;
+    std::string out;
+    for (const auto& r : rows) {
+      auto pad = [](const std::string& c, size_t w) { return c + std::string(w - std::min(w, display_width(c)), ' '); };
+      if (width == 0 || width >= fixed + 20) {
+        std::string title = width == 0 ? r[3] : fit_width(r[3], width - fixed);
+        out += pad(r[0], id_w) + " " + pad(r[1], cat_w) + " " + pad(r[2], phase_w) + " " + title + "\n";
+      } else {
+        out += fit_width(r[0], width) + "\n" + wrap_text("    " + r[1] + ", " + r[2] + ": " + r[3], width) + "\n";
+      }
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
   }
   // replace: a text that is not UTF-8 must not abort the dump (nlohmann throws by default).
   if (opt.format == "json") std::cout << arr.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
@@ -281,7 +337,12 @@ int run_explain(const Options& opt) {
   }
   const kb::Entry* e = loaded->kb->find(opt.entry_id);
   if (!e) {
-    fmt::print(stderr, "firstfault: no entry with id '{}' (see: firstfault kb list)\n", escape_for_terminal(opt.entry_id));
+    std::vector<std::string> ids;
+    for (const auto& x : loaded->kb->entries) ids.push_back(x.id);
+    auto near = nearest_words(opt.entry_id, ids, 5);
+    fmt::print(stderr, "firstfault: no entry with id '{}'{}\n", escape_for_terminal(opt.entry_id),
+               near.empty() ? "; firstfault kb list names them all, firstfault search WORDS finds them by text"
+                            : fmt::format("; did you mean {}?", escape_for_terminal(fmt::format("{}", fmt::join(near, ", ")))));
     return 2;
   }
   // An entry may come from a --kb directory someone else wrote: shown escaped, keeping the
@@ -441,15 +502,34 @@ int run_search(const Options& opt) {
   } else if (results.empty()) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
   } else {
+    // A table when the terminal is wide enough for it (or the output is not a terminal),
+    // else one block per result: the id and category, then the title and why, wrapped.
+    const size_t width = output_width(STDOUT_FILENO);
     size_t id_w = 2;
-    for (const auto& r : results) id_w = std::max(id_w, escape_for_terminal(kb.entries[r.entry].id).size());
-    fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", "#", "ID", id_w, "CATEGORY", "TITLE", "WHY");
-    for (size_t i = 0; i < results.size(); ++i) {
-      const SearchResult& r = results[i];
-      const kb::Entry& e = kb.entries[r.entry];
-      fmt::print("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, escape_for_terminal(e.id), id_w, escape_for_terminal(e.category),
-                 cut_utf8(escape_for_terminal(e.title), 44), escape_for_terminal(r.why));
+    for (const auto& r : results) id_w = std::max(id_w, display_width(escape_for_terminal(kb.entries[r.entry].id)));
+    const size_t fixed = 4 + id_w + 1 + 15 + 45;
+    std::string out;
+    if (width == 0 || width >= fixed + 24) {
+      out += fmt::format("{:<3} {:<{}} {:<14} {:<44} {}\n", "#", "ID", id_w, "CATEGORY", "TITLE", "WHY");
+      for (size_t i = 0; i < results.size(); ++i) {
+        const SearchResult& r = results[i];
+        const kb::Entry& e = kb.entries[r.entry];
+        std::string why = escape_for_terminal(r.why);
+        if (width) why = fit_width(why, width - fixed);
+        out += fmt::format("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, escape_for_terminal(e.id), id_w,
+                           escape_for_terminal(e.category), cut_utf8(escape_for_terminal(e.title), 44), why);
+      }
+    } else {
+      for (size_t i = 0; i < results.size(); ++i) {
+        const SearchResult& r = results[i];
+        const kb::Entry& e = kb.entries[r.entry];
+        out += wrap_text(fmt::format("{:<3} {}  [{}]\n    {}\n    {}\n", i + 1, escape_for_terminal(e.id),
+                                     escape_for_terminal(e.category), escape_for_terminal(e.title),
+                                     escape_for_terminal(r.why)),
+                         width);
+      }
     }
+    std::fwrite(out.data(), 1, out.size(), stdout);
     if (total > results.size()) fmt::print("({} more; --limit 0 shows all)\n", total - results.size());
   }
   return results.empty() ? 1 : 0;

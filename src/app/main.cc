@@ -21,6 +21,7 @@
 #include "app/compare.h"
 #include "base/cache.h"
 #include "base/escape.h"
+#include "base/wrap.h"
 #include "base/interrupt.h"
 #include "kb/kb.h"
 #include "report/report.h"
@@ -61,36 +62,57 @@ bool first_word_is_an_input(int argc, char** argv, const CLI::App& app) {
   return first == "-" || ::stat(first.c_str(), &st) == 0;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The first word is neither an option, a subcommand nor an input: say so, with the
 // nearest subcommand when one is close (a typo), instead of "A subcommand is required".
 bool explain_unknown_first_word(int argc, char** argv, const CLI::App& app) {
   if (argc < 2 || argv[1][0] == '-' || is_subcommand(app, argv[1])) return false;
   const std::string first = argv[1];
-  std::string names, best;
-  size_t best_d = 3;  // at most two edits away
+  std::string names;
+  std::vector<std::string> all;
   for (const CLI::App* sub : subcommands(app)) {
+    if (sub->get_group().empty()) continue;  // hidden
     names += (names.empty() ? "" : ", ") + sub->get_name();
-    const size_t d = edit_distance(first, sub->get_name());
-    if (d < best_d) best_d = d, best = sub->get_name();
+    all.push_back(sub->get_name());
   }
+  auto near = ff::nearest_words(first, all, 1);
   fmt::print(stderr, "firstfault: '{}' is not a subcommand, nor a file or folder here{}\n  subcommands: {}\n",
-             ff::escape_for_terminal(first), best.empty() ? "" : "; did you mean '" + best + "'?", names);
+             ff::escape_for_terminal(first), near.empty() ? "" : "; did you mean '" + near[0] + "'?", names);
   return true;
+}
+
+// After CLI11's "The following argument was not expected": the nearest option of the
+// subcommand the words name (`--fromat` → `--format`), the global ones included.
+void suggest_options(const CLI::App& app, const std::vector<std::string>& words) {
+  const CLI::App* cmd = &app;
+  std::vector<const CLI::App*> chain = {&app};
+  for (const auto& w : words) {
+    if (!w.empty() && w[0] == '-') continue;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : subcommands(*cmd)) {
+      if (sub->check_name(w)) next = sub;
+    }
+    if (!next) continue;
+    cmd = next;
+    chain.push_back(cmd);
+  }
+  std::vector<std::string> names;
+  for (const CLI::App* c : chain) {
+    for (const CLI::Option* o : c->get_options()) {
+      if (o->get_group().empty()) continue;  // hidden
+      for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+      for (const auto& sn : o->get_snames()) names.push_back("-" + sn);
+    }
+  }
+  for (const auto& w : words) {
+    if (w.size() < 2 || w[0] != '-') continue;
+    const std::string flag = w.substr(0, w.find('='));
+    if (std::find(names.begin(), names.end(), flag) != names.end()) continue;
+    auto near = ff::nearest_words(flag, names, 2);
+    std::erase_if(near, [](const std::string& n) { return n.size() == 2; });  // "-f" for "--fx" says little
+    if (!near.empty())
+      fmt::print(stderr, "firstfault: unknown option '{}'; did you mean {}?\n", ff::escape_for_terminal(flag),
+                 fmt::format("'{}'", fmt::join(near, "' or '")));
+  }
 }
 
 int main(int argc, char** argv) {
@@ -100,7 +122,6 @@ int main(int argc, char** argv) {
                "and names the failure that happened first, on which rank and node, what is only collateral, "
                "the root cause, the fix and how to verify it. Fully offline."};
   app.name("firstfault");  // the usage says firstfault, not the path it was run from
-  app.footer(kExitCodes);
   app.set_version_flag("--version,-V", "firstfault " FF_VERSION);
   app.require_subcommand(1);
   app.add_option("--kb", opt.kb_dirs, "Extra knowledge-base directory (adds entries, overrides same ids); repeatable")
@@ -132,10 +153,12 @@ int main(int argc, char** argv) {
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(events, opt);
   ff::app::add_follow_flag(events, opt);
+  events->footer("Exit codes:\n  0  no event recognised\n  1  events printed\n  2  could not run (no input could be read)\n");
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
   auto* kb_check = kbcmd->add_subcommand("check", "Validate every entry: schema, patterns, examples, collisions");
+  kb_check->footer("Exit codes:\n  0  every entry is valid\n  1  errors found (each printed with its file and line)\n  2  could not run\n");
   auto* kb_list = kbcmd->add_subcommand("list", "List entries");
   auto* kb_literals = kbcmd->add_subcommand(
       "literals", "Print the literal text of every pattern, one per line (for grep -F / rg -F comparisons)");
@@ -143,11 +166,12 @@ int main(int argc, char** argv) {
   kb_list->add_option("--framework", opt.filter_framework, "Only this framework");
   kb_list->add_option("--phase", opt.filter_phase, "Only this lifecycle phase")->check(CLI::IsMember(ff::kb::phases()));
   kb_list->add_option("--tag", opt.filter_tag, "Only entries with this tag");
-  kb_list->footer("Exit codes:\n  0  entries listed\n  1  no entry matches the filters\n  2  could not run\n");
+  kb_list->footer("Exit codes:\n  0  entries listed\n  1  no entry matches the filters together\n  2  could not run, or a filter value no entry has (the values that exist are named)\n");
   kb_list->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   auto* explain = app.add_subcommand("explain", "Show one knowledge-base entry");
   explain->add_option("id", opt.entry_id, "Entry id, e.g. pytorch.cuda.out-of-memory")->required();
+  explain->footer("Exit codes:\n  0  entry shown\n  2  no entry has that id (the nearest ids are named), or could not run\n");
 
   auto* search = app.add_subcommand(
       "search", "Find the entries for a pasted error text or keywords: entries whose pattern matches a line first, "
@@ -161,11 +185,13 @@ int main(int argc, char** argv) {
 
   auto* rules = app.add_subcommand("rules", "List the reasoning rules behind a verdict, in the order they apply");
   rules->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  rules->footer("Exit codes:\n  0  rules listed\n");
 
   auto* site = app.add_subcommand(
       "site", "Write the knowledge base as a static HTML encyclopedia (open OUTDIR/index.html; works offline)");
   site->add_option("outdir", opt.out_dir, "Folder to write (created if missing; files in it are overwritten)")
       ->required();
+  site->footer("Exit codes:\n  0  encyclopedia written\n  2  could not run (the folder cannot be written, or no usable entry)\n");
 
   auto* diff = app.add_subcommand(
       "diff", "Compare a failed run with a healthy control: new lines, changed rates, the first departure");
@@ -189,6 +215,10 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
+  // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
+  app.footer(std::string(kExitCodes) + "\nEach subcommand's --help says what it takes and its own exit codes.\n");
+
   // `firstfault job.log`: diagnose it.
   std::vector<std::string> args(argv + 1, argv + argc);
   if (first_word_is_an_input(argc, argv, app)) {
@@ -201,6 +231,10 @@ int main(int argc, char** argv) {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
+    // --help or --version into a pipe already closed: as for any output (below).
+    std::cout.flush();
+    if ((std::cout.bad() || std::fflush(stdout) != 0) && errno == EPIPE) return 128 + SIGPIPE;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) suggest_options(app, std::vector<std::string>(argv + 1, argv + argc));
     return rc == 0 ? 0 : 2;
   }
 
@@ -249,7 +283,7 @@ int main(int argc, char** argv) {
     if (e.code() != std::errc::broken_pipe) throw;
     return 128 + SIGPIPE;
   }
-  if (std::cout.bad() && errno == EPIPE) return 128 + SIGPIPE;
+  if ((std::cout.bad() || std::fflush(stdout) != 0 || std::ferror(stdout)) && errno == EPIPE) return 128 + SIGPIPE;
   // A cache that cannot be written makes every run compile the KB and the patterns again
   // (seconds): said once per run, whatever failed to be written.
   if (auto problem = ff::take_cache_problem()) {

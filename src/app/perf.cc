@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,7 +13,9 @@
 #include <set>
 
 #include "app/kb_check.h"
+#include "app/terminal.h"
 #include "base/escape.h"
+#include "base/wrap.h"
 #include "base/strings.h"
 
 namespace ff::app {
@@ -98,15 +101,20 @@ class ProgressBar {
     if (!known_ && bytes < kProgressMin) return;
     double secs = std::chrono::duration<double>(now - start_).count();
     std::string rate = secs > 0 ? human(static_cast<double>(bytes) / secs) + "/s" : "";
+    // Fits the terminal's width (read at each draw: it may be resized), so the line never
+    // wraps and the erase at the end leaves nothing behind.
+    const size_t cols = output_width(STDERR_FILENO);
     std::string line;
     if (known_ && total_ > 0) {
       double frac = std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_));
-      int width = 30, fill = static_cast<int>(frac * width);
+      const int width = cols == 0 ? 30 : static_cast<int>(std::clamp<size_t>(cols > 56 ? cols - 56 : 0, 5, 30));
+      const int fill = static_cast<int>(frac * width);
       line = fmt::format("firstfault: [{}{}] {:3.0f}%  {} of {}  {}", std::string(fill, '#'),
                          std::string(width - fill, ' '), frac * 100, human(bytes), human(total_), rate);
     } else {
       line = fmt::format("firstfault: {} read  {}", human(bytes), rate);
     }
+    if (cols > 0) line = fit_width(line, cols - 1);
     std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
     std::fflush(stderr);
     drawn_ = true;

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "base/escape.h"
+#include "base/strings.h"
+#include "base/wrap.h"
 
 namespace ff::report {
 
@@ -59,6 +62,9 @@ std::string ranks_text(const std::vector<int>& ranks) {
   }
   return out;
 }
+
+// "1 line", "2 lines".
+std::string plural(uint64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
 std::string trimmed(const std::string& s) {
   size_t b = s.find_first_not_of(" \n\t"), e = s.find_last_not_of(" \n\t");
@@ -312,16 +318,42 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       if (!h.suspects.empty()) out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
       out += "\n";
     }
+    // The fix and the command that verifies it come right after the decisive line, so the
+    // answer fits the first screen of a terminal; the explanation follows. When the steps
+    // of the fix would push the verify command off the screen, the later steps go below it.
+    auto fix_block = [&](size_t shown) {
+      if (p.fix.empty()) return std::string();
+      std::string b = fmt::format("\n{}\n", paint("1", "Fix"));
+      for (size_t i = 0; i < shown; ++i) b += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
+      if (shown < p.fix.size())
+        b += fmt::format("  ({} more step{} below)\n", p.fix.size() - shown, p.fix.size() - shown == 1 ? "" : "s");
+      return b;
+    };
+    std::string verify_block;
+    if (!p.verify.empty()) {
+      verify_block = fmt::format("\n{}\n", paint("1", "Verify"));
+      const std::string verify = ml(trimmed(p.verify));
+      for (auto line : split(verify, '\n'))
+        verify_block += line.empty() ? std::string("\n") : fmt::format("  {}\n", line);
+    }
+    size_t shown = p.fix.size();
+    if (o.rows > 1 && o.width > 0 && !o.verbose) {
+      auto rows_of = [&](const std::string& s) {
+        const std::string w = wrap_text(s, o.width);
+        return static_cast<size_t>(std::count(w.begin(), w.end(), '\n'));
+      };
+      while (shown > 1 && rows_of(out + fix_block(shown) + verify_block) > o.rows - 1) --shown;
+    }
+    out += fix_block(shown) + verify_block;
+    if (shown < p.fix.size()) {
+      out += fmt::format("\n{}\n", paint("1", "Fix, the other steps"));
+      for (size_t i = shown; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
+    }
     if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), ml(trimmed(p.summary)));
     if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), ml(trimmed(p.root_cause)));
-    if (!p.fix.empty()) {
-      out += fmt::format("\n{}\n", paint("1", "Fix"));
-      for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
-    }
-    if (!p.verify.empty()) out += fmt::format("\n{}\n  {}\n", paint("1", "Verify"), ml(trimmed(p.verify)));
   } else {
     // No failure: the verdict says how much that means, and its reasons say why.
-    out += fmt::format("{}  no failure found in {} lines\n", paint(verdict_colour.c_str(), upper), d.lines);
+    out += fmt::format("{}  no failure found in {}\n", paint(verdict_colour.c_str(), upper), plural(d.lines, "line"));
     for (const auto& r : d.reasons) {
       out += fmt::format("  - {}\n", t(r.text));
       if (r.evidence) out += fmt::format("    {}:{}  {}\n", t(r.evidence->source), r.evidence->line, t(r.evidence->text));
@@ -374,9 +406,9 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   if (o.verbose) {
     for (const auto& n : d.notes) out += fmt::format("note: {}\n", t(n));
   }
-  out += fmt::format("\n{} lines, {} source{} read in {:.3f} s\n", d.lines, d.sources.size(),
-                     d.sources.size() == 1 ? "" : "s", d.seconds);
-  return out;
+  out += fmt::format("\n{}, {} read in {:.3f} s\n", plural(d.lines, "line"), plural(d.sources.size(), "source"),
+                     d.seconds);
+  return wrap_text(out, o.width);
 }
 
 }  // namespace ff::report

@@ -1,0 +1,242 @@
+// Issue 16, the terminal: the binary run under a real pseudo-terminal of a given size
+// (forkpty, TIOCSWINSZ), as a person runs it. The report wraps at word boundaries to the
+// width, the answer (verdict, decisive line, fix, verify) is on the first screen of 24
+// rows, tables fit, and the progress bar fits and erases itself. And the conventions of
+// the first minute: a reader that stops early, did you mean, help per subcommand.
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace {
+
+using ff::test::Outcome;
+namespace fs = std::filesystem;
+
+const std::string kCache = ff::test::shared_cache_dir().string();
+const std::string kLog = std::string(FF_SOURCE_DIR) + "/tests/data/01_rank_exception__tee.log";
+
+// Runs the binary on a pty of `rows` x `cols` (stdout and stderr both the terminal, as in
+// a shell) and returns what the terminal received, CR LF turned into LF.
+Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, unsigned short cols,
+                   const std::vector<std::string>& env = {}) {
+  struct winsize ws {};
+  ws.ws_row = rows;
+  ws.ws_col = cols;
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, &ws);
+  if (pid == 0) {
+    ::unsetenv("COLUMNS");
+    ::unsetenv("NO_COLOR");
+    ::setenv("FIRSTFAULT_CACHE_DIR", kCache.c_str(), 1);
+    for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
+    std::vector<char*> argv = {const_cast<char*>(FF_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(FF_BINARY, argv.data());
+    ::_exit(127);
+  }
+  Outcome o;
+  if (pid < 0) return o;
+  char buf[65536];
+  for (;;) {
+    struct pollfd p {master, POLLIN, 0};
+    if (::poll(&p, 1, 60000) <= 0) break;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child has gone and the slave is closed
+    o.out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(master);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::string lf;
+  for (size_t i = 0; i < o.out.size(); ++i) {
+    if (o.out[i] == '\r' && i + 1 < o.out.size() && o.out[i + 1] == '\n') continue;
+    lf += o.out[i];
+  }
+  o.out = lf;
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) nl = s.size();
+    out.push_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+// Columns a line takes: UTF-8 characters, escape sequences none (the reports here are
+// ASCII but for the odd dash or ellipsis).
+size_t columns(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      while (i < s.size() && !(s[i] >= '@' && s[i] <= '~' && s[i] != '[')) ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string strip_escapes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      ++i;
+      if (i < s.size() && s[i] == '[') {
+        while (i < s.size() && !(s[i] >= '@' && s[i] <= '~' && s[i] != '[')) ++i;
+      }
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// The words of a text, in order: wrapping may move them between lines but never split,
+// drop or reorder them. A shell continuation (" \" at a line's end) is not a word.
+std::vector<std::string> words_of(const std::string& s) {
+  std::vector<std::string> out;
+  for (const auto& line : lines_of(s)) {
+    std::string l = line;
+    if (l.size() >= 2 && l.compare(l.size() - 2, 2, " \\") == 0) l.resize(l.size() - 2);
+    size_t i = 0;
+    while (i < l.size()) {
+      while (i < l.size() && l[i] == ' ') ++i;
+      size_t j = i;
+      while (j < l.size() && l[j] != ' ') ++j;
+      if (j > i) out.push_back(l.substr(i, j - i));
+      i = j;
+    }
+  }
+  return out;
+}
+
+// The report's last line gives the time it took: not the same from run to run.
+std::string without_timing(const std::string& s) {
+  size_t at = s.rfind(" read in ");
+  return at == std::string::npos ? s : s.substr(0, at);
+}
+
+TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
+  const Outcome piped = ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / "t-pipe");
+  ASSERT_EQ(piped.rc, 1) << piped.err;
+  size_t widest = 0;
+  for (const auto& l : lines_of(piped.out)) widest = std::max(widest, columns(l));
+  ASSERT_GT(widest, 80u) << "the log's report has lines wider than 80 columns, or this test proves nothing";
+  for (unsigned short cols : {40, 80, 200}) {
+    SCOPED_TRACE("columns " + std::to_string(cols));
+    // A tall screen: the steps of the fix stay in their order (see the first-screen test).
+    const Outcome o = run_on_pty({"diagnose", "--color", "never", kLog}, 200, cols);
+    ASSERT_EQ(o.rc, 1) << o.out;
+    for (const auto& l : lines_of(o.out)) EXPECT_LE(columns(l), cols) << "'" << l << "'";
+    // Each word of the piped report is in the terminal's, in order and whole; a word is
+    // cut only where it is wider than the line itself (a long path).
+    std::vector<std::string> want = words_of(without_timing(piped.out)), got = words_of(without_timing(o.out));
+    if (cols >= 80) {
+      EXPECT_EQ(got, want);
+    } else {
+      std::string a, b;
+      for (const auto& w : want) a += w;
+      for (const auto& w : got) b += w;
+      EXPECT_EQ(b, a) << "the same characters in the same order";
+      size_t whole = 0;
+      for (const auto& w : want) whole += std::find(got.begin(), got.end(), w) != got.end() || columns(w) + 6 > cols;
+      EXPECT_EQ(whole, want.size()) << "every word that fits a line is kept whole";
+    }
+  }
+  // COLUMNS decides when it is set, as for ls and git; a pipe is not wrapped otherwise.
+  const Outcome narrow =
+      ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / "t-cols");
+  EXPECT_EQ(without_timing(narrow.out), without_timing(piped.out));
+  std::string cmd = "COLUMNS=50 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY + " diagnose " + ff::test::quote(kLog) +
+                    " > " + ::testing::TempDir() + "/cols50.out";
+  std::system(cmd.c_str());
+  for (const auto& l : lines_of(ff::test::slurp(::testing::TempDir() + "/cols50.out"))) EXPECT_LE(columns(l), 50u) << l;
+}
+
+TEST(Terminal, TheAnswerIsOnTheFirstScreenOfA24RowTerminal) {
+  for (const std::string& name : {std::string("01_rank_exception__tee.log"), std::string("05_signal_kill__tee.log"),
+                                  std::string("06_hang.log")}) {
+    SCOPED_TRACE(name);
+    const std::string log = std::string(FF_SOURCE_DIR) + "/tests/data/" + name;
+    const Outcome o = run_on_pty({"diagnose", log}, 24, 80);
+    ASSERT_EQ(o.rc, 1) << o.out;
+    const std::string text = strip_escapes(o.out);
+    auto ls = lines_of(text);
+    ASSERT_GT(ls.size(), 24u) << "a report longer than a screen, or this test proves nothing";
+    std::string first;
+    for (size_t i = 0; i < 24; ++i) first += ls[i] + "\n";
+    EXPECT_EQ(first.rfind("FAILED", 0), 0u) << first;
+    EXPECT_NE(first.find("  > "), std::string::npos) << "the decisive line\n" << first;
+    EXPECT_NE(first.find("\nFix\n"), std::string::npos) << first;
+    EXPECT_NE(first.find("\nVerify\n"), std::string::npos) << first;
+    EXPECT_NE(first.find("$ firstfault verify --before"), std::string::npos) << "the verify command\n" << first;
+    EXPECT_NE(o.out.find("\x1b[1;31mFAILED"), std::string::npos) << "colour on a terminal";
+  }
+}
+
+TEST(Terminal, TablesFitTheWidth) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"kb", "list"},
+                                               std::vector<std::string>{"search", "CUDA out of memory"}}) {
+    for (unsigned short cols : {40, 100, 200}) {
+      SCOPED_TRACE(args[0] + " at " + std::to_string(cols));
+      const Outcome o = run_on_pty(args, 24, cols);
+      ASSERT_EQ(o.rc, 0) << o.out;
+      auto ls = lines_of(o.out);
+      ASSERT_GT(ls.size(), 3u);
+      for (const auto& l : ls) EXPECT_LE(columns(l), cols) << "'" << l << "'";
+      EXPECT_NE(o.out.find("pytorch.cuda.out-of-memory"), std::string::npos) << "ids are never cut at this width";
+    }
+  }
+}
+
+TEST(Terminal, TheProgressBarFitsTheWidthAndErasesItself) {
+  // 160 MB of training lines: over the 100 MB from which the bar is drawn.
+  const std::string big = ::testing::TempDir() + "/progress-big.log";
+  {
+    std::ofstream f(big);
+    std::string line = "step 1234 | loss 2.3456 | lr 1.0e-04 | grad_norm 0.812 | tokens/s 123456 | padding padding\n";
+    for (size_t n = 0; n < (160u << 20) / line.size(); ++n) f << line;
+  }
+  const Outcome p = run_on_pty({"diagnose", "--color", "never", "--threads", "1", big}, 24, 60);
+  std::remove(big.c_str());
+  ASSERT_NE(p.out.find("\r"), std::string::npos) << "a bar was drawn\n" << p.out.substr(0, 400);
+  // Each state of the bar (between carriage returns) fits in 60 columns, and the last
+  // one is erased (CR, erase to end of line) before the report begins.
+  size_t draws = 0;
+  std::string before_report = p.out.substr(0, p.out.find("\n"));
+  for (const auto& part : lines_of(before_report)) {
+    size_t start = 0;
+    while (start <= part.size()) {
+      size_t cr = part.find('\r', start);
+      std::string seg = part.substr(start, cr == std::string::npos ? std::string::npos : cr - start);
+      if (seg.rfind("firstfault: [", 0) == 0) {
+        EXPECT_LE(columns(seg), 59u) << "'" << seg << "'";
+        ++draws;
+      }
+      if (cr == std::string::npos) break;
+      start = cr + 1;
+    }
+  }
+  EXPECT_GT(draws, 0u);
+  EXPECT_NE(p.out.find("\r\x1b[K"), std::string::npos) << "the bar erases itself";
+}
+
+}  // namespace
