@@ -192,6 +192,13 @@ TEST(Terminal, TheAnswerIsOnTheFirstScreenOfA24RowTerminal) {
   }
 }
 
+TEST(Terminal, AnEntryIsWrappedLikeTheReport) {
+  const Outcome o = run_on_pty({"explain", "pytorch.cuda.out-of-memory"}, 24, 50);
+  ASSERT_EQ(o.rc, 0) << o.out;
+  ASSERT_GT(lines_of(o.out).size(), 10u);
+  for (const auto& l : lines_of(o.out)) EXPECT_LE(columns(l), 50u) << "'" << l << "'";
+}
+
 TEST(Terminal, TablesFitTheWidth) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"kb", "list"},
                                                std::vector<std::string>{"search", "CUDA out of memory"}}) {

@@ -164,7 +164,10 @@ int run_rules(const Options& opt) {
     std::cout << arr.dump(2) << "\n";
     return 0;
   }
-  for (size_t i = 0; i < rules.size(); ++i) fmt::print("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
+  std::string out;
+  for (size_t i = 0; i < rules.size(); ++i) out += fmt::format("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
+  out = wrap_text(out, output_width(STDOUT_FILENO));
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 
@@ -349,26 +352,30 @@ int run_explain(const Options& opt) {
   // line breaks of multi-line fields (t1: one line, tn: several).
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
   auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
-  fmt::print("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
+  // Wrapped to the terminal like the report (a pipe gets whole lines).
+  std::string out;
+  out += fmt::format("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
              t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
   if (!e->symptoms.empty()) {
-    fmt::print("\nSymptoms\n");
-    for (const auto& s : e->symptoms) fmt::print("  - {}: {}\n", tn(s.symptom), tn(s.why));
+    out += fmt::format("\nSymptoms\n");
+    for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", tn(s.symptom), tn(s.why));
   }
-  fmt::print("\nRoot cause\n  {}\n\nFix\n", tn(e->root_cause));
-  for (size_t i = 0; i < e->fix.size(); ++i) fmt::print("  {}. {}\n", i + 1, tn(e->fix[i]));
-  fmt::print("\nVerify\n  {}\n", tn(e->verify));
+  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", tn(e->root_cause));
+  for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, tn(e->fix[i]));
+  out += fmt::format("\nVerify\n  {}\n", tn(e->verify));
   if (!e->prevention.empty()) {
-    fmt::print("\nPrevention\n");
-    for (const auto& p : e->prevention) fmt::print("  - {}\n", tn(p));
+    out += fmt::format("\nPrevention\n");
+    for (const auto& p : e->prevention) out += fmt::format("  - {}\n", tn(p));
   }
-  fmt::print("\nPatterns\n");
+  out += fmt::format("\nPatterns\n");
   for (const auto& p : e->patterns)
-    fmt::print("  [{}] {}\n", kb::role_name(p.role), t1(p.literal.empty() ? p.regex : p.literal));
+    out += fmt::format("  [{}] {}\n", kb::role_name(p.role), t1(p.literal.empty() ? p.regex : p.literal));
   if (!e->references.empty()) {
-    fmt::print("\nReferences\n");
-    for (const auto& r : e->references) fmt::print("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
+    out += fmt::format("\nReferences\n");
+    for (const auto& r : e->references) out += fmt::format("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
   }
+  out = wrap_text(out, output_width(STDOUT_FILENO));
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 
