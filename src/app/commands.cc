@@ -1,10 +1,13 @@
 #include "app/commands.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -110,6 +113,39 @@ void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inpu
        ") is gone from the rerun:\n$ firstfault verify --before " + before + " --after NEW_LOGS";
 }
 
+// Writes `bytes` to `path` whole or not at all: a new file beside it, renamed over it (a
+// reader never sees half a report, and a link at `path` is replaced, not followed).
+// Returns the problem, or "" when written.
+std::string write_file_atomically(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return std::strerror(errno);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      return why;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmpl.c_str());
+    return why;
+  }
+  return {};
+}
+
 int run_diagnose(const Options& opt) {
   auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
@@ -140,16 +176,43 @@ int run_diagnose(const Options& opt) {
     }
     return 2;
   }
+  std::string rendered;
+  const bool to_file = !opt.output.empty() && opt.output != "-";
   if (opt.format == "json") {
-    std::cout << report::render_json(d);
+    rendered = report::render_json(d);
+  } else if (opt.format == "html") {
+    report::HtmlOptions ho;
+    ho.generator = "firstfault " FF_VERSION;
+    if (!opt.site_url.empty()) {
+      std::string base = opt.site_url;
+      if (base.back() != '/') base += '/';
+      ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+    }
+    rendered = report::render_html(d, ho);
+  } else if (opt.format == "markdown" || opt.format == "md") {
+    report::MarkdownOptions mo;
+    mo.generator = "firstfault " FF_VERSION;
+    rendered = report::render_markdown(d, mo);
   } else {
     report::TextOptions to;
     const char* no_color = std::getenv("NO_COLOR");
-    to.color = opt.color == "always" || (opt.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+    const bool tty = !to_file && isatty(STDOUT_FILENO);
+    to.color = opt.color == "always" || (opt.color == "auto" && tty && !(no_color && *no_color));
     to.verbose = opt.verbose;
-    to.width = output_width(STDOUT_FILENO);
-    to.rows = output_rows(STDOUT_FILENO);
-    std::cout << report::render_text(d, to);
+    to.width = to_file ? 0 : output_width(STDOUT_FILENO);
+    to.rows = to_file ? 0 : output_rows(STDOUT_FILENO);
+    rendered = report::render_text(d, to);
+  }
+  if (to_file) {
+    // Written whole or not at all: a temporary file next to it, renamed over it.
+    if (std::string problem = write_file_atomically(opt.output, rendered); !problem.empty()) {
+      fmt::print(stderr, "firstfault: cannot write the report {}: {}\n", escape_for_terminal(opt.output),
+                 escape_for_terminal(problem));
+      return 2;
+    }
+    fmt::print(stderr, "firstfault: wrote {} ({})\n", escape_for_terminal(opt.output), analyze::verdict_name(d.verdict));
+  } else {
+    std::cout << rendered;
   }
   std::cout.flush();
   return analyze::verdict_exit_code(d.verdict);

@@ -22,6 +22,8 @@ struct Options {
   std::vector<std::string> words;  // search: the query (words, a pasted line, or - for stdin)
   size_t limit = 10;               // search: most results shown (0 = all)
   std::string out_dir;             // site: where the encyclopedia is written
+  std::string output;              // diagnose -o: the report's file ("" or "-": stdout)
+  std::string site_url;            // diagnose --site-url: the encyclopedia, for the html report's links
   std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
   uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
   unsigned threads = 0;    // scanning threads; 0 = one per core (app/perf.h)

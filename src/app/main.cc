@@ -133,8 +133,14 @@ int main(int argc, char** argv) {
                    "Log files, directories (a torchrun --log_dir, per-node Slurm outputs), .gz/.zst/.xz files, "
                    ".tar(.gz) bundles, or - for stdin (the default when stdin is a pipe or a file). Several "
                    "inputs are one job.");
-  diag->add_option("--format,-f", opt.format, "Output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  diag->add_option("--format,-f", opt.format,
+                   "Output format: text (the terminal), json (docs/json-output.md), html (one self-contained page: "
+                   "timeline, plots; open it in a browser) or markdown (for a GitHub issue or a chat; md for short)")
+      ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
+  diag->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
+  diag->add_option("--site-url", opt.site_url,
+                   "Where the encyclopedia (`firstfault site DIR`) is, as a path or URL: the html report links the "
+                   "entry's page there");
   diag->add_option("--color", opt.color, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "base/strings.h"
+
 namespace ff {
 
 namespace {
@@ -99,6 +101,31 @@ std::string shell_quote(std::string_view s) {
     }
   }
   out += '\'';
+  return out;
+}
+
+std::string escape_html(std::string_view text) {
+  std::string s = sanitize_utf8(text);
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+          const unsigned cp = c == 0x7F ? 0x2421u : 0x2400u + static_cast<unsigned char>(c);
+          out += static_cast<char>(0xE0 | (cp >> 12));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
   return out;
 }
 

@@ -24,4 +24,9 @@ std::string escape_for_terminal(std::string_view s, bool keep_newlines = false);
 // must not run anything when the suggestion is pasted).
 std::string shell_quote(std::string_view s);
 
+// Text for HTML element content or a quoted attribute value: & < > " ' escaped, invalid
+// UTF-8 replaced, control characters other than tab and newline shown as their Control
+// Pictures (U+2400 + c), so a log's ESC or NUL cannot reach a page raw.
+std::string escape_html(std::string_view s);
+
 }  // namespace ff

@@ -1,4 +1,4 @@
-// report/report.h — Diagnosis -> text for a terminal, or the JSON contract.
+// report/report.h — Diagnosis -> text for a terminal, the JSON contract, an HTML page, Markdown.
 //
 // Renderers take only the Diagnosis model, so the views can never disagree on content.
 // The JSON schema is versioned (kSchema, "firstfault.diagnosis/2"); fields are only added
@@ -6,6 +6,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "analyze/diagnosis.h"
@@ -20,6 +21,23 @@ struct TextOptions {
 };
 
 std::string render_text(const analyze::Diagnosis& d, const TextOptions& options = {});
+
+struct HtmlOptions {
+  std::string generator = "firstfault";  // named at the foot of the page
+  // The encyclopedia page of an entry id (a path or URL), or empty for none: filled by the
+  // caller, who knows where `firstfault site` wrote it.
+  std::function<std::string(const std::string& id)> entry_link;
+};
+// One self-contained page (html.cc): inline CSS and SVG (a timeline with a lane per rank,
+// plots of the series with the verdicts marked), no script, no external request.
+std::string render_html(const analyze::Diagnosis& d, const HtmlOptions& options = {});
+
+struct MarkdownOptions {
+  std::string generator = "firstfault";
+  size_t max_rows = 10;  // rows per table (collateral, timeline)
+};
+// For a GitHub issue or a chat (markdown.cc): no HTML, log text in code blocks.
+std::string render_markdown(const analyze::Diagnosis& d, const MarkdownOptions& options = {});
 extern const char* const kSchema;
 std::string render_json(const analyze::Diagnosis& d, int indent = 2);
 

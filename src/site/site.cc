@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/escape.h"
 #include "base/strings.h"
 #include "site/search_index.h"
 
@@ -638,22 +639,7 @@ Status write_file(const fs::path& path, std::string_view content, SiteStats& sta
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string s = sanitize_utf8(text);
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string html_escape(std::string_view text) { return escape_html(text); }
 
 std::string slug(std::string_view name) {
   std::string out;

@@ -1,0 +1,176 @@
+// report/markdown.cc — the Diagnosis as Markdown for a GitHub issue or a chat: the verdict
+// as a heading, the decisive line in a code block, short tables, the fix as a list and the
+// verify command in a code block. No HTML: text from a log is put in code spans or blocks
+// (fenced with more backticks than it holds) or escaped, so it renders as written.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "base/escape.h"
+#include "base/strings.h"
+#include "report/report.h"
+
+namespace ff::report {
+
+using analyze::Diagnosis;
+
+namespace {
+
+// One line of text from a log or the KB as Markdown inline text: the characters that make
+// inline markup (emphasis, code, links, HTML, table cells, strike) are backslash-escaped;
+// the text always follows a list marker or a label, so line-start markup cannot begin.
+// Control characters are shown as escapes.
+std::string md(std::string_view s) {
+  const std::string clean = escape_for_terminal(s);
+  std::string out;
+  out.reserve(clean.size() + 8);
+  for (char c : clean) {
+    if (c != '\0' && std::strchr("\\`*_[]<>|~&", c)) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// A code span holding `s`: fenced by one more backtick than the longest run inside.
+std::string code(std::string_view s) {
+  const std::string clean = escape_for_terminal(s);
+  size_t run = 0, longest = 0;
+  for (char c : clean) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !clean.empty() && (clean.front() == '`' || clean.back() == '`');
+  return fence + (pad ? " " : "") + clean + (pad ? " " : "") + fence;
+}
+
+// A fenced code block of several lines.
+std::string block(std::string_view s, std::string_view lang = "") {
+  const std::string clean = escape_for_terminal(s, true);
+  size_t run = 0, longest = 0;
+  for (char c : clean) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  std::string body = clean;
+  while (!body.empty() && body.back() == '\n') body.pop_back();
+  return fence + std::string(lang) + "\n" + body + "\n" + fence + "\n";
+}
+
+// An entry id as one shell word: ids are [a-z0-9._-] and need no quotes; others do.
+std::string quote_if_needed(const std::string& id) {
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return shell_quote(id);
+  }
+  return id;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// A cell of a table: one line, pipes escaped.
+std::string cell(std::string_view s) {
+  std::string out = md(s);
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  return out;
+}
+
+}  // namespace
+
+std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
+  std::string out;
+  std::string upper = analyze::verdict_name(d.verdict);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (d.primary) {
+    const auto& p = *d.primary;
+    out += fmt::format("### {}: {} ({})\n\n", upper, md(p.title), code(p.category));
+    std::string where;
+    if (p.rank) where += fmt::format("rank {}", *p.rank);
+    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + ("node " + code(p.node));
+    if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
+    if (where.empty()) where = "rank unknown (the log does not say)";
+    if (!p.time.empty()) where += ", at " + code(p.time);
+    out += fmt::format("**First failure:** {} (confidence {:.2f})", where, p.confidence);
+    if (!p.evidence.empty()) {
+      const auto& e = p.evidence[0];
+      out += fmt::format(", {}\n\n{}\n", code(fmt::format("{}:{}", e.source, e.line)), block(e.text));
+    } else {
+      out += "\n\n";
+    }
+    if (p.user_frame)
+      out += fmt::format("In your code: {}\n\n", code(fmt::format("{}:{}{}", p.user_frame->file, p.user_frame->line,
+                                                                  p.user_frame->function.empty() ? "" : " in " + p.user_frame->function)));
+    if (!p.fix.empty()) {
+      out += "**Fix**\n\n";
+      for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("{}. {}\n", i + 1, md(p.fix[i]));
+      out += "\n";
+    }
+    if (!p.verify.empty()) out += "**Verify**\n\n" + block(p.verify) + "\n";
+    if (!p.root_cause.empty()) out += fmt::format("**Root cause:** {}\n\n", md(std::string(trim(p.root_cause))));
+    out += fmt::format("Details: {}\n\n", code("firstfault explain " + quote_if_needed(p.id)));
+  } else {
+    out += fmt::format("### {}: no failure found in {} line{}\n\n", upper, d.lines, d.lines == 1 ? "" : "s");
+  }
+  if (!d.reasons.empty()) {
+    out += "**Why this verdict**\n\n";
+    for (const auto& r : d.reasons) {
+      out += fmt::format("- {}", md(r.text));
+      if (r.evidence) out += fmt::format(" ({})", code(fmt::format("{}:{}", r.evidence->source, r.evidence->line)));
+      out += "\n";
+    }
+    out += "\n";
+  }
+  if (!d.collateral.empty()) {
+    out += "**Collateral** (explained by the first failure)\n\n| entry | ranks | count |\n|---|---|---|\n";
+    size_t shown = 0;
+    for (const auto& c : d.collateral) {
+      if (shown++ >= o.max_rows) {
+        out += fmt::format("| … {} more | | |\n", d.collateral.size() - o.max_rows);
+        break;
+      }
+      out += fmt::format("| {} | {} | {} |\n", cell(c.title), c.ranks.empty() ? "-" : ranks_text(c.ranks), c.count);
+    }
+    out += "\n";
+  }
+  if (!d.hypotheses.empty()) {
+    out += "**Other candidates**\n\n";
+    for (const auto& h : d.hypotheses) {
+      out += fmt::format("- {} ({}){}\n", md(h.title), code(h.category),
+                         h.separate_by.empty() ? "" : ": " + md(h.separate_by));
+    }
+    out += "\n";
+  }
+  if (!d.verdicts.empty()) {
+    out += "**Numbers**\n\n";
+    for (const auto& v : d.verdicts) out += fmt::format("- {}\n", md(v.summary));
+    out += "\n";
+  }
+  if (d.timeline.size() > 1) {
+    out += "**Timeline**\n\n| time | role | ranks | event |\n|---|---|---|---|\n";
+    size_t shown = 0;
+    for (const auto& t : d.timeline) {
+      if (shown++ >= o.max_rows) break;
+      out += fmt::format("| {} | {} | {} | {} |\n", t.time.empty() ? "-" : cell(t.time), cell(t.role),
+                         t.ranks.empty() ? "-" : ranks_text(t.ranks), code(t.id));
+    }
+    out += "\n";
+  }
+  for (const auto& e : d.errors) out += fmt::format("> input problem: {}\n\n", md(e));
+  out += fmt::format("_{} line{}, {} source{}; {}_\n", d.lines, d.lines == 1 ? "" : "s", d.sources.size(),
+                     d.sources.size() == 1 ? "" : "s", md(o.generator));
+  return out;
+}
+
+}  // namespace ff::report
