@@ -5,7 +5,7 @@
 #   make install    the binary, man page, completions and docs under PREFIX (default
 #                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
 #   make release    the portable binary (build-portable/firstfault: needs only glibc) and its checks
-#   make deb        a Debian package of it (build-portable/packages/firstfault_*.deb)
+#   make deb        a Debian package of it (build-portable/firstfault_*.deb)
 #   make test-asan  every test under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   make fuzz       the libFuzzer targets, FUZZ_SECONDS each (tools/fuzz, build-fuzz/)
 # Works from any folder (make -f path/to/Makefile run), as root or as a user with sudo.
@@ -64,7 +64,7 @@ release: deps-build
 
 deb: release
 	@cd $(ROOT)/build-portable && cpack -G DEB
-	@ls $(ROOT)/build-portable/packages/*.deb
+	@ls $(ROOT)/build-portable/firstfault_*.deb
 
 test-asan: deps
 	@cd $(ROOT) && cmake --preset asan >/dev/null
