@@ -1,42 +1,78 @@
 # firstfault — two commands do everything:
-#   make run    install what is missing, build, diagnose a bundled example log
-#   make test   install what is missing, build, run every test
-# and for robustness work (issue 7):
+#   make run    install the build packages, build the binary, diagnose a bundled example log
+#   make test   install everything (test packages too), build, run every test
+# and:
+#   make install    the binary, man page, completions and docs under PREFIX (default
+#                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
+#   make release    the portable binary (build-portable/firstfault: needs only glibc) and its checks
+#   make deb        a Debian package of it (build-portable/firstfault_*.deb)
 #   make test-asan  every test under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   make fuzz       the libFuzzer targets, FUZZ_SECONDS each (tools/fuzz, build-fuzz/)
-BUILD ?= build
+# Works from any folder (make -f path/to/Makefile run), as root or as a user with sudo.
+ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+BUILD ?= $(ROOT)/build
+override BUILD := $(abspath $(BUILD))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 EXAMPLE ?= examples/rank_exception.log
 FUZZ_SECONDS ?= 60
+PREFIX ?= /usr/local
+MAKEFLAGS += --no-print-directory
+# A build folder that `make run` or `make install` configures first builds no tests
+# (their packages are not installed for them); `make test` turns them on.
+NO_TESTS_IF_NEW = $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DFF_BUILD_TESTS=OFF)
 
-.PHONY: all deps configure build run test test-asan fuzz clean
+.PHONY: all deps deps-build configure build run test install release deb test-asan fuzz clean
 
 all: build
 
 deps:
-	@./tools/install-deps
+	@$(ROOT)/tools/install-deps
+
+deps-build:
+	@$(ROOT)/tools/install-deps --build
 
 configure: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S $(ROOT) -B $(BUILD) $(CMAKE_FLAGS) -DFF_BUILD_TESTS=ON >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Only the binary, quietly: the build's output goes to $(BUILD)/make-run.log and is shown
+# only when the build fails.
+run: deps-build
+	@cmake -S $(ROOT) -B $(BUILD) $(CMAKE_FLAGS) $(NO_TESTS_IF_NEW) >/dev/null
+	$(if $(wildcard $(BUILD)/firstfault),,@echo "make run: building firstfault (a few minutes; log: $(BUILD)/make-run.log)")
+	@cmake --build $(BUILD) --target firstfault -j $(JOBS) >$(BUILD)/make-run.log 2>&1 \
+	  || { cat $(BUILD)/make-run.log; echo "make run: the build failed (log: $(BUILD)/make-run.log)" >&2; exit 1; }
 	@echo "\$$ firstfault diagnose $(EXAMPLE)"
-	@./$(BUILD)/firstfault diagnose $(EXAMPLE); rc=$$?; [ $$rc -le 1 ] || exit $$rc
+	@cd $(ROOT) && $(BUILD)/firstfault diagnose $(EXAMPLE); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+install: deps-build
+	@cmake -S $(ROOT) -B $(BUILD) $(CMAKE_FLAGS) $(NO_TESTS_IF_NEW) >/dev/null
+	@cmake --build $(BUILD) --target firstfault ff_shell_files -j $(JOBS) >$(BUILD)/make-install.log 2>&1 \
+	  || { cat $(BUILD)/make-install.log; exit 1; }
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+release: deps-build
+	@cd $(ROOT) && cmake --preset portable >/dev/null
+	@cmake --build $(ROOT)/build-portable -j $(JOBS)
+	@cd $(ROOT)/build-portable && ctest --output-on-failure -j $(JOBS)
+
+deb: release
+	@cd $(ROOT)/build-portable && cpack -G DEB
+	@ls $(ROOT)/build-portable/firstfault_*.deb
+
 test-asan: deps
-	@cmake --preset asan >/dev/null
-	@cmake --build --preset asan -j $(JOBS)
-	@ctest --preset asan -j $(JOBS)
+	@cd $(ROOT) && cmake --preset asan >/dev/null
+	@cd $(ROOT) && cmake --build --preset asan -j $(JOBS)
+	@cd $(ROOT) && ctest --preset asan -j $(JOBS)
 
 fuzz: deps
-	@./tools/fuzz $(FUZZ_SECONDS)
+	@$(ROOT)/tools/fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) $(ROOT)/build-portable $(ROOT)/build-asan $(ROOT)/build-fuzz

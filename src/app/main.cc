@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/perf.h"
 #include "app/compare.h"
+#include "app/shell.h"
 #include "base/cache.h"
 #include "base/escape.h"
 #include "base/wrap.h"
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
                "and names the failure that happened first, on which rank and node, what is only collateral, "
                "the root cause, the fix and how to verify it. Fully offline."};
   app.name("firstfault");  // the usage says firstfault, not the path it was run from
-  app.set_version_flag("--version,-V", "firstfault " FF_VERSION);
+  app.set_version_flag("--version,-V", ff::app::version_text);  // app/shell.cc
   app.require_subcommand(1);
   app.add_option("--kb", opt.kb_dirs, "Extra knowledge-base directory (adds entries, overrides same ids); repeatable")
       ->check(CLI::ExistingDirectory);
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
   app.footer(std::string(kExitCodes) + "\nEach subcommand's --help says what it takes and its own exit codes.\n");
@@ -276,6 +278,7 @@ int main(int argc, char** argv) {
       return ff::app::run_diff(opt);
     }
     if (verify->parsed()) return ff::app::run_verify(opt);
+    if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };
   // A reader that stops early (`firstfault kb list | head -1`): stop quietly, as grep and

@@ -1,0 +1,63 @@
+# `make install` / `cmake --install` and the Debian package (CPack): the binary, the man
+# page and the bash, zsh and fish completions (all three made at build time from the
+# binary itself, so they describe exactly the command that is installed), and the docs.
+#
+#   bin/firstfault
+#   share/man/man1/firstfault.1                      tools/gen-manpage over every --help
+#   share/bash-completion/completions/firstfault     firstfault completions bash
+#   share/zsh/site-functions/_firstfault             firstfault completions zsh
+#   share/fish/vendor_completions.d/firstfault.fish  firstfault completions fish
+#   share/doc/firstfault/{README.md,ARCHITECTURE.md,docs/}
+include(GNUInstallDirs)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/share)
+set(FF_MANPAGE ${PROJECT_BINARY_DIR}/share/firstfault.1)
+add_custom_command(OUTPUT ${FF_MANPAGE}
+  COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen-manpage $<TARGET_FILE:firstfault> ${FF_MANPAGE}
+  DEPENDS firstfault ${PROJECT_SOURCE_DIR}/tools/gen-manpage
+  COMMENT "Writing the man page from firstfault --help"
+  VERBATIM)
+set(FF_COMPLETIONS)
+foreach(shell bash zsh fish)
+  set(out ${PROJECT_BINARY_DIR}/share/firstfault.${shell})
+  add_custom_command(OUTPUT ${out}
+    COMMAND firstfault completions ${shell} -o ${out}
+    DEPENDS firstfault
+    COMMENT "Writing the ${shell} completion"
+    VERBATIM)
+  list(APPEND FF_COMPLETIONS ${out})
+endforeach()
+add_custom_target(ff_shell_files ALL DEPENDS ${FF_MANPAGE} ${FF_COMPLETIONS})
+
+install(TARGETS firstfault RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${FF_MANPAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_BINARY_DIR}/share/firstfault.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME firstfault)
+install(FILES ${PROJECT_BINARY_DIR}/share/firstfault.zsh
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions RENAME _firstfault)
+install(FILES ${PROJECT_BINARY_DIR}/share/firstfault.fish
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/ARCHITECTURE.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+
+# The Debian package: `make deb` (from the portable build), or `cpack -G DEB` in a build
+# folder. The same files as `make install`, under /usr. Its Depends come from
+# dpkg-shlibdeps over the binary: libc6 only for the portable build.
+set(FF_PACKAGE_MAINTAINER "firstfault maintainers <firstfault@example.invalid>"
+    CACHE STRING "Maintainer field of the Debian package: Name <email>")
+set(CPACK_PACKAGE_NAME firstfault)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "firstfault")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "why did my ML training job die? first failure, root cause and fix from its logs")
+set(CPACK_PACKAGE_DESCRIPTION
+    "firstfault reads the logs of a PyTorch, DeepSpeed, Megatron-LM, Hugging Face, Lightning or vLLM job (files, folders, gzip/zstd/xz, tar bundles, stdin) and names the failure that happened first, on which rank and node, what is only collateral, the root cause, the fix and how to verify it, fully offline, from a knowledge base embedded in the binary.")
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${FF_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+include(CPack)
