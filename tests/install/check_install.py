@@ -21,6 +21,8 @@ import tempfile
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "/opt/firstfault-test"
+# The values diagnose --format takes (src/app/main.cc); the completions must offer each.
+DIAGNOSE_FORMATS = {"text", "json", "html", "markdown", "md"}
 LAYOUT = [
     "bin/firstfault",
     "share/man/man1/firstfault.1",
@@ -128,8 +130,8 @@ def check_layout(build_dir, build_type):
         got = bash_complete(bash, ["firstfault", "diagnose", "-"])
         flags = set(commands[("diagnose",)])
         check(flags <= got, f"bash completes diagnose's flags (missing {sorted(flags - got)})")
-        check(bash_complete(bash, ["firstfault", "diagnose", "--format", ""]) == {"text", "json"},
-              "bash completes diagnose --format with text, json")
+        check(bash_complete(bash, ["firstfault", "diagnose", "--format", ""]) == DIAGNOSE_FORMATS,
+              "bash completes diagnose --format with its formats")
         check("diagnose" in bash_complete(bash, ["firstfault", "--kb", "somewhere", "diag"]),
               "bash steps over an option's value (--kb DIR diag -> diagnose)")
         check("check" in bash_complete(bash, ["firstfault", "kb", "ch"]), "bash completes `kb ch` to check")
@@ -151,7 +153,7 @@ def check_layout(build_dir, build_type):
             check({"list", "literals"} <= got, "fish completes `firstfault kb l` to list, literals")
             prog = f"source {os.path.join(share, 'fish/vendor_completions.d/firstfault.fish')}; complete -C 'firstfault diagnose --format '"
             got = {l.split("\t")[0] for l in run(["fish", "--no-config", "-c", prog]).stdout.split("\n")} - {""}
-            check(got == {"text", "json"}, f"fish completes diagnose --format with text, json (got {sorted(got)})")
+            check(got == DIAGNOSE_FORMATS, f"fish completes diagnose --format with text, json (got {sorted(got)})")
 
         version = run([binary, "--version"])
         lines = version.stdout.split("\n")
