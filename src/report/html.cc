@@ -42,7 +42,8 @@ white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0}
 pre.decisive{border-left:.3rem solid var(--root)}
 .frames li.user{font-weight:700}.frames li.user::after{content:"  \2190 your code";color:var(--bad)}
 table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}
-th,td{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid var(--line);vertical-align:top}
+th,td{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid var(--line);vertical-align:top;
+overflow-wrap:normal}th{white-space:nowrap}td code{overflow-wrap:anywhere}
 details summary{cursor:pointer;color:var(--muted)}
 svg{width:100%;height:auto;display:block}
 svg text{fill:var(--muted);font:11px system-ui,sans-serif}

@@ -1,0 +1,66 @@
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+namespace ff::report {
+namespace {
+
+using analyze::Diagnosis;
+
+Diagnosis failed_with(const std::string& decisive) {
+  Diagnosis d;
+  d.verdict = analyze::VerdictKind::kFailed;
+  analyze::Finding p;
+  p.id = "pytorch.cuda.out-of-memory";
+  p.title = "CUDA out of memory";
+  p.category = "gpu-memory";
+  p.rank = 517;
+  p.evidence.push_back({"job.log", 12, 517, "", "", "", decisive});
+  p.fix = {"Lower the batch size"};
+  p.verify = "$ firstfault verify --before job.log --after NEW_LOGS";
+  d.primary = p;
+  return d;
+}
+
+TEST(Html, TextFromALogIsEscapedAndNoScriptIsWritten) {
+  Diagnosis d = failed_with("RuntimeError: <script>alert(1)</script> & \x1b[31mred\" onload=\"x");
+  const std::string html = render_html(d);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; \xE2\x90\x9B[31mred&quot; onload=&quot;x"),
+            std::string::npos)
+      << "escaped, and ESC shown as its Control Picture";
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos) << "the page forbids any request";
+}
+
+TEST(Html, ThousandsOfRanksShareALaneAndTheOutliersKeepTheirs) {
+  Diagnosis d = failed_with("torch.OutOfMemoryError: CUDA out of memory.");
+  analyze::TimelineEntry root;
+  root.id = "pytorch.cuda.out-of-memory";
+  root.role = "root";
+  root.ranks = {517};
+  root.count = 1;
+  analyze::TimelineEntry timeouts;
+  timeouts.id = "nccl.watchdog-timeout";
+  timeouts.role = "collateral";
+  for (int r = 0; r < 4096; ++r)
+    if (r != 517) timeouts.ranks.push_back(r);
+  timeouts.count = 4095;
+  d.timeline = {root, timeouts};
+  const std::string html = render_html(d);
+  EXPECT_NE(html.find(">rank 517<"), std::string::npos) << "the failing rank has its lane";
+  EXPECT_NE(html.find(" other ranks<"), std::string::npos) << "the rest share one";
+  size_t lanes = 0;
+  for (size_t at = html.find("class=\"lane\""); at != std::string::npos; at = html.find("class=\"lane\"", at + 1)) ++lanes;
+  EXPECT_LE(lanes, 17u);
+  EXPECT_LT(html.size(), 200000u) << "a mark per lane, not per rank";
+}
+
+TEST(Markdown, ALineWithBackticksGetsALongerFence) {
+  Diagnosis d = failed_with("ValueError: got ``` and ` in a name");
+  const std::string md = render_markdown(d);
+  EXPECT_NE(md.find("````\nValueError: got ``` and ` in a name\n````\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find('<'), std::string::npos) << "no HTML\n" << md;
+}
+
+}  // namespace
+}  // namespace ff::report

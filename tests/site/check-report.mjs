@@ -1,0 +1,123 @@
+// Headless-Chromium check of the HTML report (`firstfault diagnose --format html`).
+//
+//   node tests/site/check-report.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR]
+//
+// For real runs (a loss-scale run with series, a multi-rank hang, a rank exception):
+// writes the report with -o, opens it over file:// and checks that nothing is requested
+// but the file itself, no console error, the page needs no script (JavaScript is off),
+// the timeline and at least one plot render as SVG (their marks and lines have a size on
+// the page), the verdict banner and the decisive line are shown, and at a 390 px wide
+// viewport nothing scrolls sideways; then saves screenshots (light, dark, phone).
+// Exit: 0 pass, 1 fail, 77 skipped (no Chromium or playwright-core: run tools/install-deps).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const CHROMIUM = '/usr/bin/chromium';
+const [binary, source, shots] = process.argv.slice(2);
+if (!binary || !source) {
+  console.error('usage: node check-report.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+if (!fs.existsSync(CHROMIUM)) {
+  console.log(`SKIP: ${CHROMIUM} is missing (tools/install-deps installs Debian's chromium)`);
+  process.exit(77);
+}
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch {
+  console.log('SKIP: playwright-core is missing (npm ci --prefix tests/site, done by tools/install-deps)');
+  process.exit(77);
+}
+const watchdog = setTimeout(() => {
+  console.error('FAIL: the check took longer than 60 s');
+  process.exit(1);
+}, 60_000);
+watchdog.unref();
+
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+};
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-report-check-'));
+const env = { ...process.env };
+if (!env.FIRSTFAULT_CACHE_DIR) env.FIRSTFAULT_CACHE_DIR = path.join(tmp, 'cache');
+const cases = [
+  { log: 'tests/data/03_loss_scale_terminal__tee.log', plots: true },
+  { log: 'tests/data/06_hang.log', plots: false },
+  { log: 'tests/data/01_rank_exception__tee.log', plots: false },
+];
+
+const context = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+  executablePath: CHROMIUM,
+  headless: true,
+  javaScriptEnabled: false,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  let label = '';
+  page.on('console', (m) => { if (m.type() === 'error') check(false, `${label}: console error: ${m.text()}`); });
+  page.on('pageerror', (e) => check(false, `${label}: page error: ${e.message}`));
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  for (const c of cases) {
+    label = path.basename(c.log);
+    const file = path.join(tmp, `${label}.html`);
+    const rc = spawnSync(binary, ['diagnose', '--format', 'html', '-o', file, path.join(source, c.log)],
+      { env, stdio: 'ignore' }).status;
+    check(rc === 1 && fs.existsSync(file), `${label}: report written, exit 1 (failed)`);
+    const json = JSON.parse(spawnSync(binary, ['diagnose', '--format', 'json', path.join(source, c.log)],
+      { env, stdio: ['ignore', 'pipe', 'ignore'] }).stdout.toString() || '{}');
+    requests.length = 0;
+    await page.setViewportSize({ width: 1100, height: 900 });
+    const url = pathToFileURL(file).href;
+    await page.goto(url, { waitUntil: 'load' });
+    check(requests.every((u) => u === url), `${label}: no request but the page itself (${requests.filter((u) => u !== url)})`);
+    const banner = await page.textContent('header.banner');
+    check(banner.includes('FAILED') && banner.includes(json.primary.title), `${label}: the banner names the verdict and the failure`);
+    const decisive = await page.textContent('pre.decisive');
+    check(decisive === json.primary.evidence[0].text, `${label}: the decisive line is shown as logged`);
+    // The timeline: a mark per event and lane, each with a size on the page.
+    const marks = await page.$$eval('svg.timeline circle', (els) =>
+      els.map((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }));
+    check(marks.length >= json.timeline.length && marks.every(Boolean),
+      `${label}: the timeline renders ${marks.length} marks for ${json.timeline.length} events`);
+    const lanes = await page.$$eval('svg.timeline line.lane', (els) => els.length);
+    const ranks = new Set(json.timeline.flatMap((t) => t.ranks));
+    check(lanes >= Math.min(ranks.size, 16), `${label}: a lane per rank (${lanes} lanes, ${ranks.size} ranks)`);
+    if (c.plots) {
+      const plots = await page.$$eval('svg.plot-svg polyline.series', (els) =>
+        els.map((e) => ({ n: e.getAttribute('points').trim().split(/\s+/).length, w: e.getBoundingClientRect().width })));
+      check(plots.length >= 1 && plots.every((p) => p.n >= 2 && p.w > 50), `${label}: ${plots.length} plots render`);
+      const scale = await page.$('svg.plot-svg[data-metric="loss_scale"]');
+      check(scale !== null, `${label}: the loss scale is plotted`);
+      const marked = await page.$$eval('svg.plot-svg[data-metric="loss_scale"] circle.mark', (els) => els.length);
+      check(marked >= 1, `${label}: the loss-scale verdict's step is marked on its plot`);
+    }
+    if (shots) {
+      fs.mkdirSync(shots, { recursive: true });
+      await page.screenshot({ path: path.join(shots, `${label}.light.png`), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: path.join(shots, `${label}.dark.png`), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
+    }
+    // A phone: nothing wider than the viewport.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(url, { waitUntil: 'load' });
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(wide <= 390, `${label}: fits a 390 px wide viewport (scrollWidth ${wide})`);
+    if (shots) await page.screenshot({ path: path.join(shots, `${label}.phone.png`), fullPage: true });
+  }
+} finally {
+  await context.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+console.log(failures.length ? `${failures.length} check(s) failed` : 'all checks passed');
+process.exit(failures.length ? 1 : 0);
