@@ -109,11 +109,13 @@ void wrap_line(std::string_view line, size_t width, std::string& out) {
     }
     out.append(line.substr(i, space_cols));
     col += space_cols;
-    // The word itself, cut where it is wider than the room left on a fresh line.
+    // The word itself, cut where it is wider than the room left on a fresh line; but not
+    // in a shell command, where a cut inside quotes would change the command: there the
+    // word runs past the width (the terminal folds it, and it still pastes as one line).
     size_t k = sp;
     while (k < w) {
       Step st = step(line, k);
-      if (col + st.cols > width && col > hang) {
+      if (!shell && col + st.cols > width && col > hang) {
         out += '\n';
         out += indent;
         col = hang;

@@ -17,7 +17,10 @@ size_t display_width(std::string_view s);
 // Wraps each line of `text` at word boundaries so no line is wider than `width` columns.
 // A continuation line is indented like its line, plus the width of a list marker at the
 // start ("- ", "1. ", "> "), so a wrapped item stays under its text. A word wider than the
-// room left is cut (a path or a URL cannot be broken anywhere better). width 0: unchanged.
+// room left is cut (a path or a URL cannot be broken anywhere better). A line that is a
+// shell command ("$ ..." after the indentation) breaks with " \" at the ends of its lines,
+// so it still pastes, and its words are never cut (one wider than the line runs past it).
+// width 0: unchanged.
 std::string wrap_text(std::string_view text, size_t width);
 
 // `s` cut to at most `width` columns, ending in "…" when something was cut.

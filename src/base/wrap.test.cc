@@ -71,6 +71,12 @@ TEST(Wrap, AShellCommandIsContinuedWithABackslashSoItStillPastes) {
   EXPECT_EQ(words_of(joined), "$ firstfault verify --before 'logs/run one' --after NEW_LOGS");
 }
 
+TEST(Wrap, AShellWordWiderThanTheLineIsNotCut) {
+  const std::string path = "'/a/very/long/quoted/path/of/logs/that/does/not/fit.log'";
+  std::string w = wrap_text("  $ firstfault verify --before " + path + " --after NEW_LOGS", 30);
+  EXPECT_NE(w.find("\n    " + path + " \\\n"), std::string::npos) << "whole, on a line of its own\n" << w;
+}
+
 TEST(Wrap, AWordWiderThanTheLineIsCutNotLost) {
   const std::string path = "/very/long/path/to/a/checkpoint/file/that/will/not/fit.pt";
   std::string w = wrap_text("  at " + path, 20);
