@@ -17,6 +17,7 @@
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
 #include "app/perf.h"
+#include "app/redaction.h"
 #include "app/terminal.h"
 #include "base/escape.h"
 #include "base/wrap.h"
@@ -119,6 +120,9 @@ int run_diagnose(const Options& opt) {
   }
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
+  // --redact: the analysis runs on the original text; what is shown is redacted.
+  std::optional<redact::Redactor> redactor;
+  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   analyze::JobNumbers numbers;
   numbers.series = &stats.series;
@@ -131,6 +135,7 @@ int run_diagnose(const Options& opt) {
   quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (redactor) redact_diagnosis(d, *redactor);
   if (stats.sources.empty()) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
@@ -141,7 +146,7 @@ int run_diagnose(const Options& opt) {
     return 2;
   }
   if (opt.format == "json") {
-    std::cout << report::render_json(d);
+    std::cout << (redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d));
   } else {
     report::TextOptions to;
     const char* no_color = std::getenv("NO_COLOR");
@@ -150,6 +155,7 @@ int run_diagnose(const Options& opt) {
     to.width = output_width(STDOUT_FILENO);
     to.rows = output_rows(STDOUT_FILENO);
     std::cout << report::render_text(d, to);
+    if (redactor) std::cout << redaction_line(*redactor);
   }
   std::cout.flush();
   return analyze::verdict_exit_code(d.verdict);
@@ -225,6 +231,12 @@ int run_events(const Options& opt) {
   // Source names are known once scan_job returns; collect, then print.
   scan::CollectSink collect;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, collect, scan_options(opt));
+  if (opt.redact) {
+    std::optional<redact::Redactor> redactor;
+    if (!start_redactor(redactor, collect.events, stats.errors)) return 2;
+    redact_events(collect.events, *redactor);
+    for (auto& s : stats.sources) s.name = redactor->apply(s.name);
+  }
   JsonlSink out(stats, opt.format != "text");
   for (const auto& e : collect.events) out.event(e);
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
