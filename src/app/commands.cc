@@ -20,6 +20,7 @@
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
 #include "app/perf.h"
+#include "app/redaction.h"
 #include "app/terminal.h"
 #include "base/escape.h"
 #include "base/wrap.h"
@@ -155,6 +156,9 @@ int run_diagnose(const Options& opt) {
   }
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
+  // --redact: the analysis runs on the original text; what is shown is redacted.
+  std::optional<redact::Redactor> redactor;
+  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   analyze::JobNumbers numbers;
   numbers.series = &stats.series;
@@ -167,6 +171,7 @@ int run_diagnose(const Options& opt) {
   quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (redactor) redact_diagnosis(d, *redactor);
   if (stats.sources.empty()) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
@@ -179,7 +184,7 @@ int run_diagnose(const Options& opt) {
   std::string rendered;
   const bool to_file = !opt.output.empty() && opt.output != "-";
   if (opt.format == "json") {
-    rendered = report::render_json(d);
+    rendered = redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
   } else if (opt.format == "html") {
     report::HtmlOptions ho;
     ho.generator = "firstfault " FF_VERSION;
@@ -193,6 +198,7 @@ int run_diagnose(const Options& opt) {
     report::MarkdownOptions mo;
     mo.generator = "firstfault " FF_VERSION;
     rendered = report::render_markdown(d, mo);
+    if (redactor) rendered += "\n" + redaction_line(*redactor);
   } else {
     report::TextOptions to;
     const char* no_color = std::getenv("NO_COLOR");
@@ -202,6 +208,7 @@ int run_diagnose(const Options& opt) {
     to.width = to_file ? 0 : output_width(STDOUT_FILENO);
     to.rows = to_file ? 0 : output_rows(STDOUT_FILENO);
     rendered = report::render_text(d, to);
+    if (redactor) rendered += redaction_line(*redactor);
   }
   if (to_file) {
     // Written whole or not at all: a temporary file next to it, renamed over it.
@@ -288,6 +295,12 @@ int run_events(const Options& opt) {
   // Source names are known once scan_job returns; collect, then print.
   scan::CollectSink collect;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, collect, scan_options(opt));
+  if (opt.redact) {
+    std::optional<redact::Redactor> redactor;
+    if (!start_redactor(redactor, collect.events, stats.errors)) return 2;
+    redact_events(collect.events, *redactor);
+    for (auto& s : stats.sources) s.name = redactor->apply(s.name);
+  }
   JsonlSink out(stats, opt.format != "text");
   for (const auto& e : collect.events) out.event(e);
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));

@@ -31,6 +31,7 @@ struct Options {
   uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
+  bool redact = false;           // --redact: secrets and identities in log text replaced (app/redaction.h)
 };
 
 int run_diagnose(const Options& opt);

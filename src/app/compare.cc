@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "app/kb_check.h"
+#include "app/redaction.h"
 #include "base/escape.h"
 #include "base/strings.h"
 #include "io/io.h"
@@ -116,6 +117,9 @@ int run_diff(const Options& opt) {
   }
   Mined failed = mine(*loaded->engine, opt.inputs, opt.follow_symlinks);
   Mined control = mine(*loaded->engine, opt.control, opt.follow_symlinks);
+  std::optional<redact::Redactor> redactor;  // --redact: what is shown, after the analysis
+  if (opt.redact && !start_redactor(redactor, {}, failed.errors)) return 2;
+  if (redactor) redact_errors(control.errors, *redactor);
   for (const auto& e : failed.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   for (const auto& e : control.errors) fmt::print(stderr, "firstfault: control: {}\n", escape_for_terminal(e.to_string()));
   if (failed.names.empty() || control.names.empty()) {
@@ -217,6 +221,10 @@ int run_diff(const Options& opt) {
       if (d.primary->evidence.size() >= 10) break;
     }
   }
+  if (redactor) {
+    redact_diagnosis(d, *redactor);
+    control_warning = redactor->apply(control_warning);
+  }
   size_t limit = opt.limit > 0 ? static_cast<size_t>(opt.limit) : 20;
   auto name_of = [&](const template_::Template* t) {
     return t->first.source < failed.names.size() ? failed.names[t->first.source] : std::string();
@@ -250,6 +258,10 @@ int run_diff(const Options& opt) {
     j["control_verdict"] = analyze::verdict_name(control_d.verdict);
     j["control_warning"] = control_warning.empty() ? ordered_json(nullptr) : ordered_json(control_warning);
     j["diagnosis"] = ordered_json::parse(report::render_json(d));
+    if (redactor) {
+      redact_json(j, *redactor);
+      j["redaction"] = redaction_object(*redactor);
+    }
     std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   } else {
     std::string out;
@@ -281,7 +293,7 @@ int run_diff(const Options& opt) {
     to.color = use_color(opt);
     out += "\nDiagnosis of the failed run (lines the control also prints are treated as noise):\n\n";
     out += report::render_text(d, to);
-    std::cout << out;
+    std::cout << (redactor ? redactor->apply(out) + redaction_line(*redactor) : out);
   }
   if (!control_healthy) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(control_warning));
@@ -302,6 +314,13 @@ int run_verify(const Options& opt) {
   if (!read_before || !read_after) {
     fmt::print(stderr, "firstfault: verify needs readable logs for --before and --after\n");
     return 2;
+  }
+  std::optional<redact::Redactor> redactor;  // --redact: both diagnoses are made, then redacted
+  std::vector<Error> no_errors;
+  if (opt.redact && !start_redactor(redactor, {}, no_errors)) return 2;
+  if (redactor) {
+    redact_diagnosis(before, *redactor);
+    redact_diagnosis(after, *redactor);
   }
   // Outcome: the original failure's fingerprint gone, still there, or replaced.
   std::string outcome, detail;
@@ -378,6 +397,10 @@ int run_verify(const Options& opt) {
     j["collateral_gone"] = collateral_gone;
     j["collateral_left"] = collateral_left;
     j["number_changes"] = number_changes;
+    if (redactor) {
+      redact_json(j, *redactor);
+      j["redaction"] = redaction_object(*redactor);
+    }
     std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   } else {
     std::string word = outcome == "fixed" ? "FIXED" : outcome == "still-failing" ? "STILL FAILING"
@@ -386,7 +409,7 @@ int run_verify(const Options& opt) {
                                                                     : "NOTHING TO VERIFY";
     // Ids, titles and summaries may come from a --kb directory, summaries quote the logs:
     // each line is shown escaped (issue 14).
-    auto t = [](const std::string& s) { return escape_for_terminal(s); };
+    auto t = [&](const std::string& s) { return escape_for_terminal(redactor ? redactor->apply(s) : s); };
     std::cout << t(fmt::format("{}  {}", word, detail)) << "\n";
     if (before.primary)
       std::cout << t(fmt::format("  before: {} [{}] fingerprint {}", before.primary->title, before.primary->category, before_fp)) << "\n";
@@ -396,6 +419,7 @@ int run_verify(const Options& opt) {
     if (!collateral_gone.empty()) std::cout << t(fmt::format("  collateral gone: {}", fmt::join(collateral_gone, ", "))) << "\n";
     if (!collateral_left.empty()) std::cout << t(fmt::format("  collateral still there: {}", fmt::join(collateral_left, ", "))) << "\n";
     for (const auto& n : number_changes) std::cout << t("  numbers: " + n) << "\n";
+    if (redactor) std::cout << redaction_line(*redactor);
   }
   return rc;
 }

@@ -152,6 +152,11 @@ int main(int argc, char** argv) {
   ff::app::add_scan_flags(diag, opt);
   ff::app::add_follow_flag(diag, opt);
   diag->footer(kExitCodes);
+  const char* kRedactHelp =
+      "Replace tokens, passwords, e-mail and IP addresses, host names and home-folder user names in "
+      "everything quoted from the logs (consistent pseudonyms: the same host is the same node-NN "
+      "throughout); the diagnosis itself is made on the original text";
+  diag->add_flag("--redact", opt.redact, kRedactHelp);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
   events->add_option("inputs", opt.inputs, "Log files, directories, archives, or - for stdin (the default when stdin is not a terminal)");
@@ -160,6 +165,7 @@ int main(int argc, char** argv) {
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_scan_flags(events, opt);
   ff::app::add_follow_flag(events, opt);
+  events->add_flag("--redact", opt.redact, kRedactHelp);
   events->footer("Exit codes:\n  0  no event recognised\n  1  events printed\n  2  could not run (no input could be read)\n");
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
@@ -207,6 +213,7 @@ int main(int argc, char** argv) {
   diff->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
   ff::app::add_follow_flag(diff, opt);
+  diff->add_flag("--redact", opt.redact, kRedactHelp);
   diff->footer("Exit codes: 0 nothing new and the failed run healthy, 1 differences or a failure found, 2 could not "
                "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
                "trusted.");
@@ -217,6 +224,7 @@ int main(int argc, char** argv) {
   verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
   verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   ff::app::add_follow_flag(verify, opt);
+  verify->add_flag("--redact", opt.redact, kRedactHelp);
   verify->footer("Exit codes: 0 fixed: the original failure's signature is gone and the rerun got past the point "
                  "where it failed (a later step, or completion); 1 still failing, or replaced by a different failure; "
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
