@@ -154,6 +154,11 @@ class Redact : public ff::test::TempDirTest {
     ff::test::Outcome rt = run("diagnose --redact -v " + quote(path));
     expect_clean(name + " diagnose text", rt.out + rt.err, path);
     EXPECT_NE(rt.out.find("Redacted (--redact): "), std::string::npos) << rt.out;
+    for (const char* fmt : {"html", "markdown"}) {
+      ff::test::Outcome rf = run(std::string("diagnose --redact --format ") + fmt + " " + quote(path));
+      EXPECT_EQ(rf.rc, plain["exit_code"].get<int>()) << rf.err;
+      expect_clean(name + " diagnose " + fmt, rf.out + rf.err, path);
+    }
     for (const char* fmt : {"jsonl", "text"}) {
       ff::test::Outcome re = run(std::string("events --redact --format ") + fmt + " " + quote(path));
       EXPECT_EQ(re.rc, 1) << re.err;
