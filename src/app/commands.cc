@@ -147,7 +147,7 @@ std::string write_file_atomically(const std::string& path, const std::string& by
   return {};
 }
 
-int run_diagnose(const Options& opt) {
+int diagnose_job(const Options& opt, DiagnosedJob& job) {
   auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
@@ -157,7 +157,7 @@ int run_diagnose(const Options& opt) {
   scan::CollectSink sink;
   scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
   // --redact: the analysis runs on the original text; what is shown is redacted.
-  std::optional<redact::Redactor> redactor;
+  std::optional<redact::Redactor>& redactor = job.redactor;
   if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   analyze::JobNumbers numbers;
@@ -166,13 +166,23 @@ int run_diagnose(const Options& opt) {
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
-  analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
+  analyze::Diagnosis& d = job.d;
+  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   add_rerun_check(d, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (redactor) redact_diagnosis(d, *redactor);
-  if (stats.sources.empty()) {
+  job.nothing_read = stats.sources.empty();
+  return 0;
+}
+
+int run_diagnose(const Options& opt) {
+  DiagnosedJob job;
+  if (int rc = diagnose_job(opt, job); rc != 0) return rc;
+  analyze::Diagnosis& d = job.d;
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (job.nothing_read) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
       d.verdict = analyze::VerdictKind::kUnknown;

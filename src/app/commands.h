@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "analyze/diagnosis.h"
+#include "redact/redact.h"
 
 namespace ff::app {
 
@@ -31,10 +35,22 @@ struct Options {
   uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
+  bool no_redact = false;        // bundle --no-redact: keep the text as logged
   bool redact = false;           // --redact: secrets and identities in log text replaced (app/redaction.h)
 };
 
+// A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
+// said on stderr). 0, or 2 when it could not run (said on stderr).
+struct DiagnosedJob {
+  analyze::Diagnosis d;
+  std::optional<redact::Redactor> redactor;
+  bool nothing_read = false;  // no input could be read
+};
+int diagnose_job(const Options& opt, DiagnosedJob& job);
+
 int run_diagnose(const Options& opt);
+// `firstfault bundle JOB... -o evidence.tar.gz` (bundle.cc).
+int run_bundle(const Options& opt);
 // `firstfault rules`: the reasoning rules of analyze, in the order they apply.
 int run_rules(const Options& opt);
 int run_events(const Options& opt);

@@ -218,6 +218,20 @@ int main(int argc, char** argv) {
                "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
                "trusted.");
 
+  auto* bundle = app.add_subcommand(
+      "bundle", "Write the evidence a helper needs into one tar.gz, redacted: the diagnosis (JSON, Markdown, HTML), "
+                "the decisive lines with their context, the environment the log states, a manifest");
+  bundle->add_option("inputs", opt.inputs, "Logs of the job (files, folders, archives, - for stdin)")->required();
+  bundle->add_option("--output,-o", opt.output, "The bundle to write (default evidence.tar.gz)");
+  bundle->add_flag("--no-redact", opt.no_redact,
+                   "Keep the text as logged (by default tokens, passwords, e-mail and IP addresses, hostnames and "
+                   "user names are replaced)");
+  bundle->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  ff::app::add_follow_flag(bundle, opt);
+  bundle->footer("Exit codes: the verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, 4 "
+                 "unknown), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
+                 "written).");
+
   auto* verify = app.add_subcommand(
       "verify", "After a fix: is the original failure's signature gone from the rerun?");
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
@@ -267,7 +281,8 @@ int main(int argc, char** argv) {
   }
   // Commands that read logs stop reading at Ctrl-C or SIGTERM and answer for what they
   // read, marked incomplete; a second Ctrl-C ends them at once.
-  if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed()) ff::install_interrupt_handlers();
+  if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed() || bundle->parsed())
+    ff::install_interrupt_handlers();
   auto dispatch = [&]() -> int {
     if (diag->parsed()) return ff::app::run_diagnose(opt);
     if (events->parsed()) {
@@ -286,6 +301,7 @@ int main(int argc, char** argv) {
       return ff::app::run_diff(opt);
     }
     if (verify->parsed()) return ff::app::run_verify(opt);
+    if (bundle->parsed()) return ff::app::run_bundle(opt);
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };
