@@ -36,6 +36,9 @@ function(ff_add_test name)
     return()
   endif()
   add_executable(${name} ${T_SOURCES})
+  # Test code is compiled for build time, not speed (-O1, line tables only): it is most of
+  # what CI compiles twice (the plain and the sanitized build), and runs for seconds.
+  target_compile_options(${name} PRIVATE -O1 -g1)
   target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     FF_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
