@@ -377,6 +377,12 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
 // one rank (the lowest) so the JSON stays small enough to plot.
 void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases, std::vector<MetricSummary>& out) {
   std::map<metrics::MetricId, size_t> index;
+  struct RankSeries {
+    int rank;
+    double max;
+    const metrics::Series* series;
+  };
+  std::map<size_t, std::vector<RankSeries>> ranks_of;  // metric (index in out) -> its ranks
   for (const auto& [key, s] : set.all()) {
     auto [it, fresh] = index.emplace(key.first, out.size());
     if (fresh) {
@@ -400,11 +406,29 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
       m.last_step = s.last.step;
       m.last_value = s.last.value;
     }
+    if (!others && s.has_finite) ranks_of[it->second].push_back({key.second, s.max, &s});
     if (!others && (!m.points_rank || key.second < *m.points_rank)) {
       m.points_rank = key.second;
       m.points.clear();
       size_t stride = std::max<size_t>(1, s.points.size() / 200);
       for (size_t i = 0; i < s.points.size(); i += stride) m.points.emplace_back(s.points[i].step, s.points[i].value);
+    }
+  }
+  for (auto& [i, ranks] : ranks_of) {
+    if (ranks.size() < 2) continue;
+    std::sort(ranks.begin(), ranks.end(), [](const RankSeries& a, const RankSeries& b) { return a.rank < b.rank; });
+    std::vector<RankSeries> keep(ranks.begin(), ranks.begin() + std::min(ranks.size(), MetricSummary::kPlotRanks));
+    if (ranks.size() > keep.size()) {  // the highest rank series is kept in place of the last low one
+      auto top = std::max_element(ranks.begin(), ranks.end(), [](const RankSeries& a, const RankSeries& b) { return a.max < b.max; });
+      if (std::none_of(keep.begin(), keep.end(), [&](const RankSeries& k) { return k.rank == top->rank; })) keep.back() = *top;
+    }
+    for (const auto& r : keep) {
+      MetricSummary::RankPoints rp;
+      rp.rank = r.rank;
+      const auto& pts = r.series->points;
+      const size_t stride = std::max<size_t>(1, pts.size() / 60);
+      for (size_t k = 0; k < pts.size(); k += stride) rp.points.emplace_back(pts[k].step, pts[k].value);
+      out[i].per_rank.push_back(std::move(rp));
     }
   }
 }

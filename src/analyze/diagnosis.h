@@ -173,6 +173,14 @@ struct MetricSummary {
   double first_step = 0, first_value = 0, last_step = 0, last_value = 0;
   std::optional<int> points_rank;              // the rank the points are from
   std::vector<std::pair<double, double>> points;  // (step, value), downsampled
+  // The same per rank, for plots that compare ranks (a straggler's step time): at most
+  // kPlotRanks ranks, the lowest ones and the one with the highest value, ~60 points each.
+  struct RankPoints {
+    int rank = 0;
+    std::vector<std::pair<double, double>> points;
+  };
+  static constexpr size_t kPlotRanks = 8;
+  std::vector<RankPoints> per_rank;
 };
 
 // One reason for the verdict: the rule that gave it, in words, with its evidence line

@@ -50,7 +50,8 @@ svg text{fill:var(--muted);font:11px system-ui,sans-serif}
 svg .lane{stroke:var(--line)}svg .axis{stroke:var(--line)}
 svg .root{fill:var(--root)}svg .collateral{fill:var(--collateral)}svg .symptom{fill:var(--symptom)}
 svg .context{fill:var(--context)}svg .series{fill:none;stroke:var(--plot);stroke-width:1.5}
-svg .mark{fill:var(--bad)}svg .markline{stroke:var(--bad);stroke-dasharray:3 3}
+svg .c1{stroke:#bf3989}svg .c2{stroke:#1a7f37}svg .c3{stroke:#9a6700}svg .c4{stroke:#8250df}
+svg .c5{stroke:#0550ae}svg .c6{stroke:#bc4c00}svg .c7{stroke:#57606a}svg .mark{fill:var(--bad)}svg .markline{stroke:var(--bad);stroke-dasharray:3 3}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:.8rem}
 .plot h3{font-size:.95rem;margin:.2rem 0}
 @media print{body{max-width:none}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
@@ -176,30 +177,47 @@ std::string number(double v) {
   return fmt::format("{:.4g}", v);
 }
 
-// One metric as a line chart over steps (log2 axis for a loss scale), the steps where a
-// verdict was read marked.
+// One metric as a line chart over steps (log2 axis for a loss scale): a line per rank when
+// several ranks have it (so a straggler stands out), the steps where a verdict was read
+// marked.
 std::string plot_svg(const analyze::MetricSummary& m, const std::vector<analyze::Verdict>& verdicts) {
-  std::vector<std::pair<double, double>> pts;
   const bool log2 = log_axis(m.name);
-  for (const auto& [s, v] : m.points) {
-    if (!std::isfinite(s) || !std::isfinite(v) || (log2 && v <= 0)) continue;
-    pts.emplace_back(s, log2 ? std::log2(v) : v);
+  struct Line {
+    std::string label;
+    std::vector<std::pair<double, double>> pts;
+  };
+  std::vector<Line> lines;
+  auto add = [&](std::string label, const std::vector<std::pair<double, double>>& raw) {
+    Line l{std::move(label), {}};
+    for (const auto& [st, v] : raw) {
+      if (!std::isfinite(st) || !std::isfinite(v) || (log2 && v <= 0)) continue;
+      l.pts.emplace_back(st, log2 ? std::log2(v) : v);
+    }
+    if (l.pts.size() >= 2) lines.push_back(std::move(l));
+  };
+  if (m.per_rank.size() >= 2) {
+    for (const auto& rp : m.per_rank) add(fmt::format("rank {}", rp.rank), rp.points);
   }
-  if (pts.size() < 2) return {};
-  double x0 = pts.front().first, x1 = pts.front().first, y0 = pts.front().second, y1 = pts.front().second;
-  for (const auto& [x, y] : pts) {
-    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  if (lines.size() < 2) {
+    lines.clear();
+    add(m.points_rank ? fmt::format("rank {}", *m.points_rank) : "all ranks", m.points);
+  }
+  if (lines.empty()) return {};
+  double x0 = lines[0].pts[0].first, x1 = x0, y0 = lines[0].pts[0].second, y1 = y0;
+  for (const auto& l : lines) {
+    for (const auto& [x, y] : l.pts) {
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    }
   }
   if (x1 == x0) x1 = x0 + 1;
   if (y1 == y0) y1 = y0 + 1;
   const double w = 320, hgt = 150, l = 46, r = 8, t = 8, b = 22;
   auto X = [&](double x) { return l + (w - l - r) * (x - x0) / (x1 - x0); };
   auto Y = [&](double y) { return t + (hgt - t - b) * (1 - (y - y0) / (y1 - y0)); };
-  std::string poly;
-  for (const auto& [x, y] : pts) poly += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
   std::string svg = fmt::format(
-      "<svg class=\"plot-svg\" data-metric=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{} over steps\">\n",
-      h(m.name), w, hgt, h(m.name));
+      "<svg class=\"plot-svg\" data-metric=\"{}\" data-lines=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" "
+      "aria-label=\"{} over steps\">\n",
+      h(m.name), lines.size(), w, hgt, h(m.name));
   auto ylab = [&](double y) { return log2 ? number(std::exp2(y)) : number(y); };
   svg += fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", l, t, l, hgt - b);
   svg += fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", l, hgt - b, w - r, hgt - b);
@@ -207,7 +225,13 @@ std::string plot_svg(const analyze::MetricSummary& m, const std::vector<analyze:
                      hgt - b, ylab(y0));
   svg += fmt::format("<text x=\"{}\" y=\"{}\">step {}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", l,
                      hgt - 6, number(x0), w - r, hgt - 6, number(x1));
-  svg += fmt::format("<polyline class=\"series\" points=\"{}\"/>\n", poly);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string poly;
+    for (const auto& [x, y] : lines[i].pts) poly += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
+    svg += fmt::format("<polyline class=\"series c{}\" points=\"{}\"><title>{}</title></polyline>\n", i % 8, poly,
+                       h(lines[i].label));
+  }
+  const auto& pts = lines[0].pts;
   for (const auto& v : verdicts) {
     if (v.metric != m.name || !v.step || !std::isfinite(*v.step)) continue;
     const double sx = std::clamp(*v.step, x0, x1);
@@ -331,11 +355,18 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     if (m.name == "epoch" || m.name == "step_total") continue;
     std::string svg = plot_svg(m, d.verdicts);
     if (svg.empty()) continue;
+    std::string plotted;
+    if (m.per_rank.size() >= 2) {
+      std::vector<int> rs;
+      for (const auto& rp : m.per_rank) rs.push_back(rp.rank);
+      plotted = fmt::format(", a line per rank for {} of them ({})", rs.size(), ranks_text(rs));
+    } else if (m.points_rank) {
+      plotted = fmt::format(", plotted for rank {}", *m.points_rank);
+    }
     plots += fmt::format("<figure class=\"plot\"><h3>{}{}</h3>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
                          "min {}, max {}</figcaption></figure>\n",
                          h(m.name), log_axis(m.name) ? " (log2 axis)" : "", svg, m.count, m.ranks, m.ranks == 1 ? "" : "s",
-                         m.points_rank ? fmt::format(", plotted for rank {}", *m.points_rank) : "", number(m.min),
-                         number(m.max));
+                         plotted, number(m.min), number(m.max));
   }
   if (!plots.empty() || !d.verdicts.empty()) {
     out += "<section id=\"numbers\"><h2>Numbers</h2>\n";

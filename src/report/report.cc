@@ -213,6 +213,12 @@ std::string render_json(const Diagnosis& d, int indent) {
     ordered_json pts = ordered_json::array();
     for (const auto& [s, v] : m.points) pts.push_back({num(s), num(v)});
     mj["points"] = std::move(pts);
+    mj["per_rank"] = ordered_json::array();
+    for (const auto& rp : m.per_rank) {
+      ordered_json rpts = ordered_json::array();
+      for (const auto& [st, v] : rp.points) rpts.push_back({num(st), num(v)});
+      mj["per_rank"].push_back({{"rank", rp.rank}, {"points", std::move(rpts)}});
+    }
     series["metrics"][m.name] = std::move(mj);
   }
   series["verdicts"] = ordered_json::array();

@@ -96,6 +96,9 @@ try {
       const plots = await page.$$eval('svg.plot-svg polyline.series', (els) =>
         els.map((e) => ({ n: e.getAttribute('points').trim().split(/\s+/).length, w: e.getBoundingClientRect().width })));
       check(plots.length >= 1 && plots.every((p) => p.n >= 2 && p.w > 50), `${label}: ${plots.length} plots render`);
+      const perRank = Object.values(json.series.metrics).filter((m) => m.per_rank.length >= 2).length;
+      const multi = await page.$$eval('svg.plot-svg', (els) => els.filter((e) => Number(e.dataset.lines) >= 2).length);
+      check(perRank === 0 || multi >= 1, `${label}: ${multi} plots draw a line per rank (${perRank} series have several ranks)`);
       const scale = await page.$('svg.plot-svg[data-metric="loss_scale"]');
       check(scale !== null, `${label}: the loss scale is plotted`);
       const marked = await page.$$eval('svg.plot-svg[data-metric="loss_scale"] circle.mark', (els) => els.length);
