@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/escape.h"
+#include "report/format.h"
 #include "report/report.h"
 
 namespace ff::report {
@@ -19,6 +20,8 @@ using analyze::Evidence;
 using analyze::VerdictKind;
 
 namespace {
+
+using detail::ranks_text;
 
 std::string h(std::string_view s) { return escape_html(s); }
 
@@ -63,37 +66,7 @@ std::string verdict_upper(VerdictKind v) {
   return s;
 }
 
-std::string where_of(const analyze::Finding& p) {
-  std::string where;
-  if (p.rank) where += fmt::format("rank {}", *p.rank);
-  if (!p.node.empty()) where += (where.empty() ? "" : ", ") + ("node " + h(p.node));
-  if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
-  if (where.empty()) where = "rank unknown (the log does not say)";
-  if (!p.time.empty()) where += ", at " + h(p.time);
-  return where;
-}
-
 std::string evidence_ref(const Evidence& e) { return fmt::format("{}:{}", h(e.source), e.line); }
-
-// An entry id as one shell word: ids are [a-z0-9._-] and need no quotes; others do.
-std::string quote_if_needed(const std::string& id) {
-  for (char c : id) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return shell_quote(id);
-  }
-  return id;
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
-    i = j + 1;
-  }
-  return out;
-}
 
 // The timeline as lanes: one per rank (or per node when no rank is known, and one for the
 // job as a whole: the launcher's lines). With many ranks, the ranks that stand out (the
@@ -265,7 +238,7 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format(" <span class=\"muted\">[{}]</span></div><h1>{}</h1>\n", h(p.category), h(p.title));
-    out += fmt::format("<div>first failure: {} <span class=\"muted\">(confidence {:.2f})</span></div>\n", where_of(p),
+    out += fmt::format("<div>first failure: {} <span class=\"muted\">(confidence {:.2f})</span></div>\n", h(detail::where_text(p)),
                        p.confidence);
   } else {
     out += fmt::format("</div><h1>No failure found in {} line{}</h1>\n", d.lines, d.lines == 1 ? "" : "s");
@@ -288,7 +261,7 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
       out += fmt::format("<div class=\"muted\">{}</div><pre class=\"decisive\">{}</pre>\n", evidence_ref(p.evidence[0]),
                          h(p.evidence[0].text));
     }
-    if (!p.rank_source.empty() && p.rank_source != "log prefix")
+    if (detail::says_rank_source(p))
       out += fmt::format("<p class=\"muted\">rank from {}</p>\n", h(p.rank_source));
     if (p.user_frame) {
       out += fmt::format("<p>in your code: <code>{}:{}</code>{}</p>\n", h(p.user_frame->file), p.user_frame->line,
@@ -329,7 +302,7 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     out += fmt::format("<p class=\"muted\">Encyclopedia: ");
     const std::string link = o.entry_link ? o.entry_link(p.id) : std::string();
     if (!link.empty()) out += fmt::format("<a href=\"{}\">{}</a>; ", h(link), h(p.id));
-    out += fmt::format("<code>firstfault explain {}</code>", h(quote_if_needed(p.id)));
+    out += fmt::format("<code>firstfault explain {}</code>", h(detail::id_word(p.id)));
     for (const auto& r : p.references) out += fmt::format("; <a href=\"{0}\">{0}</a>", h(r));
     out += "</p>\n</section>\n";
   }

@@ -10,6 +10,7 @@
 
 #include "base/escape.h"
 #include "base/strings.h"
+#include "report/format.h"
 #include "report/report.h"
 
 namespace ff::report {
@@ -17,6 +18,8 @@ namespace ff::report {
 using analyze::Diagnosis;
 
 namespace {
+
+using detail::ranks_text;
 
 // One line of text from a log or the KB as Markdown inline text: the characters that make
 // inline markup (emphasis, code, links, HTML, table cells, strike) are backslash-escaped;
@@ -60,26 +63,6 @@ std::string block(std::string_view s, std::string_view lang = "") {
   return fence + std::string(lang) + "\n" + body + "\n" + fence + "\n";
 }
 
-// An entry id as one shell word: ids are [a-z0-9._-] and need no quotes; others do.
-std::string quote_if_needed(const std::string& id) {
-  for (char c : id) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return shell_quote(id);
-  }
-  return id;
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
 // A cell of a table: one line, pipes escaped.
 std::string cell(std::string_view s) {
   std::string out = md(s);
@@ -96,12 +79,7 @@ std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format("### {}: {} ({})\n\n", upper, md(p.title), code(p.category));
-    std::string where;
-    if (p.rank) where += fmt::format("rank {}", *p.rank);
-    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + ("node " + code(p.node));
-    if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
-    if (where.empty()) where = "rank unknown (the log does not say)";
-    if (!p.time.empty()) where += ", at " + code(p.time);
+    const std::string where = md(detail::where_text(p));
     out += fmt::format("**First failure:** {} (confidence {:.2f})", where, p.confidence);
     if (!p.evidence.empty()) {
       const auto& e = p.evidence[0];
@@ -119,7 +97,7 @@ std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
     }
     if (!p.verify.empty()) out += "**Verify**\n\n" + block(p.verify) + "\n";
     if (!p.root_cause.empty()) out += fmt::format("**Root cause:** {}\n\n", md(std::string(trim(p.root_cause))));
-    out += fmt::format("Details: {}\n\n", code("firstfault explain " + quote_if_needed(p.id)));
+    out += fmt::format("Details: {}\n\n", code("firstfault explain " + detail::id_word(p.id)));
   } else {
     out += fmt::format("### {}: no failure found in {} line{}\n\n", upper, d.lines, d.lines == 1 ? "" : "s");
   }

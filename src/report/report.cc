@@ -9,6 +9,7 @@
 #include "base/escape.h"
 #include "base/strings.h"
 #include "base/wrap.h"
+#include "report/format.h"
 
 namespace ff::report {
 
@@ -23,6 +24,9 @@ using analyze::rank_source_name;
 using nlohmann::ordered_json;
 
 namespace {
+
+using detail::plural;
+using detail::ranks_text;
 
 ordered_json evidence_json(const Evidence& e) {
   ordered_json j;
@@ -49,22 +53,6 @@ ordered_json num(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  // "0-62, 64" style compression.
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
-// "1 line", "2 lines".
-std::string plural(uint64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
 std::string trimmed(const std::string& s) {
   size_t b = s.find_first_not_of(" \n\t"), e = s.find_last_not_of(" \n\t");
@@ -296,18 +284,13 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format("{}  {}  [{}]\n", paint(verdict_colour.c_str(), upper), paint("1", t(p.title)), t(p.category));
-    std::string where;
-    if (p.rank) where += fmt::format("rank {}", *p.rank);
-    if (!p.node.empty()) where += (where.empty() ? "" : ", ") + fmt::format("node {}", t(p.node));
-    if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
-    if (where.empty()) where = "rank unknown (the log does not say)";
-    if (!p.time.empty()) where += ", at " + t(p.time);
+    const std::string where = t(detail::where_text(p));
     out += fmt::format("first failure: {}   (confidence {:.2f})\n", where, p.confidence);
     if (!p.evidence.empty()) {
       const auto& e = p.evidence[0];
       out += fmt::format("  {}:{}\n  {} {}\n", t(e.source), e.line, paint("1;31", ">"), t(e.text));
     }
-    if (!p.rank_source.empty() && p.rank_source != "log prefix") out += fmt::format("  (rank from {})\n", t(p.rank_source));
+    if (detail::says_rank_source(p)) out += fmt::format("  (rank from {})\n", t(p.rank_source));
     if (p.user_frame) {
       out += fmt::format("  in your code: {}:{}", t(p.user_frame->file), p.user_frame->line);
       if (!p.user_frame->function.empty()) out += fmt::format(" in {}", t(p.user_frame->function));

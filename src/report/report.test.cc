@@ -55,6 +55,21 @@ TEST(Html, ThousandsOfRanksShareALaneAndTheOutliersKeepTheirs) {
   EXPECT_LT(html.size(), 200000u) << "a mark per lane, not per rank";
 }
 
+TEST(Text, WhenEveryRankFailedAlikeThatIsWhereNotRankUnknown) {
+  Diagnosis d = failed_with("RuntimeError: Error(s) in loading state_dict for MLP:");
+  d.primary->rank.reset();
+  d.primary->rank_how = analyze::RankSource::kAllAlike;
+  d.primary->rank_source = "all 4 ranks failed alike at the same time";
+  for (const std::string& out : {render_text(d), render_html(d), render_markdown(d)}) {
+    EXPECT_NE(out.find("all 4 ranks failed alike"), std::string::npos) << out;
+    EXPECT_EQ(out.find("rank unknown"), std::string::npos) << out;
+    EXPECT_EQ(out.find("rank from all"), std::string::npos) << "said once\n" << out;
+  }
+  d.primary->rank_how = analyze::RankSource::kNone;
+  d.primary->rank_source.clear();
+  EXPECT_NE(render_text(d).find("rank unknown (the log does not say)"), std::string::npos);
+}
+
 TEST(Markdown, ALineWithBackticksGetsALongerFence) {
   Diagnosis d = failed_with("ValueError: got ``` and ` in a name");
   const std::string md = render_markdown(d);

@@ -1,0 +1,61 @@
+// report/format.h — what the renderers (report.cc, html.cc, markdown.cc) say alike:
+// rank lists, plurals, where a failure happened, an entry id as a shell word. Internal to
+// the report module. The strings are not escaped: each renderer escapes for its medium.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "analyze/diagnosis.h"
+#include "base/escape.h"
+
+namespace ff::report::detail {
+
+// "0-62, 64".
+inline std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// "1 line", "2 lines".
+inline std::string plural(uint64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
+// Where the first failure happened: "rank 3, node gpu-7, GPU 2, at 10:11:12"; when every
+// rank failed alike, that (no single rank is to blame); else that the log does not say.
+inline std::string where_text(const analyze::Finding& p) {
+  std::string where;
+  if (p.rank) where += fmt::format("rank {}", *p.rank);
+  if (!p.node.empty()) where += (where.empty() ? "" : ", ") + ("node " + p.node);
+  if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
+  if (where.empty())
+    where = p.rank_how == analyze::RankSource::kAllAlike && !p.rank_source.empty() ? p.rank_source
+                                                                                   : "rank unknown (the log does not say)";
+  if (!p.time.empty()) where += ", at " + p.time;
+  return where;
+}
+
+// Whether the "rank from ..." line adds anything to where_text.
+inline bool says_rank_source(const analyze::Finding& p) {
+  return !p.rank_source.empty() && p.rank_source != "log prefix" &&
+         !(!p.rank && p.rank_how == analyze::RankSource::kAllAlike);
+}
+
+// An entry id as one shell word: ids are [a-z0-9._-] and need no quotes; others do.
+inline std::string id_word(const std::string& id) {
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return shell_quote(id);
+  }
+  return id;
+}
+
+}  // namespace ff::report::detail
