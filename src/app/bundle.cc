@@ -10,8 +10,6 @@
 #include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -22,6 +20,7 @@
 #include "base/strings.h"
 #include "io/io.h"
 #include "kb/kb.h"
+#include "record/record.h"
 #include "report/report.h"
 
 namespace ff::app {
@@ -72,37 +71,20 @@ class FactSink : public io::ByteSink {
   }
   void begin(const io::SourceInfo& source) override {
     name_ = source.name;
-    line_ = 0;
-    partial_.clear();
+    framer_ = record::LineFramer(kMaxLine);  // the scan's line numbers, CR-only logs included
   }
   void data(std::string_view chunk) override {
-    size_t start = 0;
-    while (start < chunk.size()) {
-      const size_t nl = chunk.find('\n', start);
-      if (nl == std::string_view::npos) {
-        if (partial_.size() < kMaxLine) partial_.append(chunk.substr(start, kMaxLine - partial_.size()));
-        return;
-      }
-      if (partial_.empty()) {
-        line(chunk.substr(start, nl - start));
-      } else {
-        partial_.append(chunk.substr(start, std::min(nl - start, kMaxLine)));
-        line(partial_);
-        partial_.clear();
-      }
-      start = nl + 1;
-    }
+    framer_.feed(chunk, [this](const record::RawLine& l) { line(l); });
   }
   void end(const io::SourceInfo&, const Status&) override {
-    if (!partial_.empty()) line(partial_);
-    partial_.clear();
+    framer_.finish([this](const record::RawLine& l) { line(l); });
   }
   std::map<std::string, std::vector<FactValue>> found;
 
  private:
   static constexpr size_t kMaxLine = 64 * 1024;
-  void line(std::string_view text) {
-    ++line_;
+  void line(const record::RawLine& raw) {
+    std::string_view text = raw.bytes;
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
     for (size_t i = 0; i < facts_.size(); ++i) {
       if (text.find(facts_[i].literal) == std::string_view::npos) continue;
@@ -116,14 +98,13 @@ class FactSink : public io::ByteSink {
           seen = true;
         }
       }
-      if (!seen && values.size() < 5) values.push_back({std::string(trim(value)), name_, line_, 1});
+      if (!seen && values.size() < 5) values.push_back({std::string(trim(value)), name_, raw.number, 1});
     }
   }
   const std::vector<EnvironmentFact>& facts_;
   std::vector<std::unique_ptr<RE2>> res_;
   std::string name_;
-  uint64_t line_ = 0;
-  std::string partial_;
+  record::LineFramer framer_;
 };
 
 // The decisive lines with their context, per rank: the first failure with the lines
@@ -151,6 +132,12 @@ std::string evidence_text(const analyze::Diagnosis& d) {
   for (const auto& [rank, t] : first_per_rank)
     out += fmt::format("rank {:<6} {} {}:{}  {}\n", rank, t->role, t->source, t->line, t->text);
   return out;
+}
+
+// libarchive's writer into a string (the bundle is then written like any -o file).
+la_ssize_t append_to_string(archive*, void* out, const void* buf, size_t n) {
+  static_cast<std::string*>(out)->append(static_cast<const char*>(buf), n);
+  return static_cast<la_ssize_t>(n);
 }
 
 bool add_member(archive* a, const std::string& name, const std::string& bytes, std::time_t now) {
@@ -237,24 +224,22 @@ int run_bundle(const Options& given) {
                                  {"what", what.at(name)}});
   std::string manifest_text = manifest.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 
-  // Written to a temporary name beside the target, renamed when complete.
-  const std::string tmp = opt.output + ".part";
+  std::string tgz;
   archive* a = archive_write_new();
   archive_write_add_filter_gzip(a);
   archive_write_set_format_pax_restricted(a);
-  bool ok = archive_write_open_filename(a, tmp.c_str()) == ARCHIVE_OK;
+  archive_write_set_bytes_in_last_block(a, 1);  // no padding past the data
+  bool ok = archive_write_open2(a, &tgz, nullptr, append_to_string, nullptr, nullptr) == ARCHIVE_OK;
   const std::time_t now = std::time(nullptr);
   const std::string dir = "firstfault-evidence/";
   ok = ok && add_member(a, dir + "manifest.json", manifest_text, now);
   for (const auto& [name, bytes] : members) ok = ok && add_member(a, dir + name, *bytes, now);
-  std::string problem = ok ? "" : archive_error_string(a) ? archive_error_string(a) : "write failed";
   ok = archive_write_close(a) == ARCHIVE_OK && ok;
-  if (!ok && problem.empty()) problem = archive_error_string(a) ? archive_error_string(a) : "write failed";
+  std::string problem = ok ? "" : archive_error_string(a) ? archive_error_string(a) : "cannot make the archive";
   archive_write_free(a);
-  if (!ok || std::rename(tmp.c_str(), opt.output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fmt::print(stderr, "firstfault: cannot write {}: {}\n", escape_for_terminal(opt.output),
-               escape_for_terminal(problem.empty() ? std::string(std::strerror(errno)) : problem));
+  if (problem.empty()) problem = write_output_file(opt.output, tgz);
+  if (!problem.empty()) {
+    fmt::print(stderr, "firstfault: cannot write {}: {}\n", escape_for_terminal(opt.output), escape_for_terminal(problem));
     return 2;
   }
   fmt::print("wrote {}: {} ({}){}\n  {}\n", escape_for_terminal(opt.output), analyze::verdict_name(d.verdict),

@@ -1,7 +1,6 @@
 #include "app/commands.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -22,6 +21,7 @@
 #include "app/perf.h"
 #include "app/redaction.h"
 #include "app/terminal.h"
+#include "base/cache.h"
 #include "base/escape.h"
 #include "base/wrap.h"
 #include "base/strings.h"
@@ -114,37 +114,13 @@ void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inpu
        ") is gone from the rerun:\n$ firstfault verify --before " + before + " --after NEW_LOGS";
 }
 
-// Writes `bytes` to `path` whole or not at all: a new file beside it, renamed over it (a
-// reader never sees half a report, and a link at `path` is replaced, not followed).
-// Returns the problem, or "" when written.
-std::string write_file_atomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return std::strerror(errno);
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      return why;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmpl.c_str());
-    return why;
-  }
-  return {};
+// Writes a file the user named (-o) whole or not at all (base/cache.h), beside it. Returns
+// the problem, or "" when written.
+std::string write_output_file(const std::string& path, std::string_view bytes) {
+  const std::filesystem::path target(path);
+  const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  const int err = write_file_atomically(dir, path, {bytes}, true);
+  return err == 0 ? std::string() : std::strerror(err);
 }
 
 int diagnose_job(const Options& opt, DiagnosedJob& job) {
@@ -222,7 +198,7 @@ int run_diagnose(const Options& opt) {
   }
   if (to_file) {
     // Written whole or not at all: a temporary file next to it, renamed over it.
-    if (std::string problem = write_file_atomically(opt.output, rendered); !problem.empty()) {
+    if (std::string problem = write_output_file(opt.output, rendered); !problem.empty()) {
       fmt::print(stderr, "firstfault: cannot write the report {}: {}\n", escape_for_terminal(opt.output),
                  escape_for_terminal(problem));
       return 2;
@@ -479,13 +455,6 @@ struct SearchResult {
   std::vector<std::string> terms;
 };
 
-std::string cut_utf8(std::string_view s, size_t max) {
-  if (s.size() <= max) return std::string(s);
-  size_t n = max - 1;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return std::string(s.substr(0, n)) + "\xE2\x80\xA6";
-}
-
 }  // namespace
 
 // Ranks the entries for a pasted text, as the encyclopedia's search does
@@ -610,7 +579,7 @@ int run_search(const Options& opt) {
         std::string why = escape_for_terminal(r.why);
         if (width) why = fit_width(why, width - fixed);
         out += fmt::format("{:<3} {:<{}} {:<14} {:<44} {}\n", i + 1, escape_for_terminal(e.id), id_w,
-                           escape_for_terminal(e.category), cut_utf8(escape_for_terminal(e.title), 44), why);
+                           escape_for_terminal(e.category), fit_width(escape_for_terminal(e.title), 44), why);
       }
     } else {
       for (size_t i = 0; i < results.size(); ++i) {

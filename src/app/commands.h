@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyze/diagnosis.h"
@@ -47,6 +48,9 @@ struct DiagnosedJob {
   bool nothing_read = false;  // no input could be read
 };
 int diagnose_job(const Options& opt, DiagnosedJob& job);
+
+// Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
+std::string write_output_file(const std::string& path, std::string_view bytes);
 
 int run_diagnose(const Options& opt);
 // `firstfault bundle JOB... -o evidence.tar.gz` (bundle.cc).

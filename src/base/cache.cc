@@ -44,18 +44,19 @@ int open_cache_file(const std::string& path, size_t* size) {
   return fd;
 }
 
-bool write_cache_file(const std::string& dir, const std::string& path, std::initializer_list<std::string_view> pieces) {
+int write_file_atomically(const std::string& dir, const std::string& path,
+                          std::initializer_list<std::string_view> pieces, bool readable) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
   // A hidden name that no prefix of a cache file matches, unique to this write.
   std::string tmp = (fs::path(dir) / (".tmp-" + fs::path(path).filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    note_problem(dir, std::strerror(errno));
-    return false;
-  }
+  if (fd < 0) return errno;
   int err = 0;
+  if (readable) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    if (::fchmod(fd, 0666 & ~mask) != 0) err = errno;
+  }
   for (std::string_view p : pieces) {
     while (!p.empty() && err == 0) {
       const ssize_t n = ::write(fd, p.data(), p.size());
@@ -69,8 +70,14 @@ bool write_cache_file(const std::string& dir, const std::string& path, std::init
   }
   if (::close(fd) != 0 && err == 0) err = errno;  // a full disk can show only here (NFS)
   if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
+  if (err != 0) ::unlink(tmp.c_str());
+  return err;
+}
+
+bool write_cache_file(const std::string& dir, const std::string& path, std::initializer_list<std::string_view> pieces) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (int err = write_file_atomically(dir, path, pieces, false); err != 0) {
     note_problem(dir, std::strerror(err));
     return false;
   }
