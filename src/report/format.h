@@ -27,6 +27,13 @@ inline std::string ranks_text(const std::vector<int>& ranks) {
   return out;
 }
 
+// "FAILED", "HEALTHY", ...: the verdict as a banner says it.
+inline std::string verdict_upper(analyze::VerdictKind v) {
+  std::string s = analyze::verdict_name(v);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
 // "1 line", "2 lines".
 inline std::string plural(uint64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 

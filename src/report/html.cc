@@ -60,12 +60,6 @@ svg .c5{stroke:#0550ae}svg .c6{stroke:#bc4c00}svg .c7{stroke:#57606a}svg .mark{f
 @media print{body{max-width:none}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
 )css";
 
-std::string verdict_upper(VerdictKind v) {
-  std::string s = analyze::verdict_name(v);
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string evidence_ref(const Evidence& e) { return fmt::format("{}:{}", h(e.source), e.line); }
 
 // The timeline as lanes: one per rank (or per node when no rank is known, and one for the
@@ -230,11 +224,11 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "img-src data:\">\n";
-  out += fmt::format("<title>{}: {} — firstfault</title>\n<style>{}</style></head><body>\n", h(verdict_upper(d.verdict)),
+  out += fmt::format("<title>{}: {} — firstfault</title>\n<style>{}</style></head><body>\n", h(detail::verdict_upper(d.verdict)),
                      h(title), kCss);
   // The banner: the verdict, the failure and where, the reasons.
   out += fmt::format("<header class=\"banner {}\"><div><span class=\"verdict\">{}</span>", h(verdict),
-                     h(verdict_upper(d.verdict)));
+                     h(detail::verdict_upper(d.verdict)));
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format(" <span class=\"muted\">[{}]</span></div><h1>{}</h1>\n", h(p.category), h(p.title));

@@ -36,15 +36,20 @@ std::string md(std::string_view s) {
   return out;
 }
 
-// A code span holding `s`: fenced by one more backtick than the longest run inside.
-std::string code(std::string_view s) {
-  const std::string clean = escape_for_terminal(s);
+// The longest run of backticks in s: a fence needs one more.
+size_t longest_backtick_run(std::string_view s) {
   size_t run = 0, longest = 0;
-  for (char c : clean) {
+  for (char c : s) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
   }
-  const std::string fence(longest + 1, '`');
+  return longest;
+}
+
+// A code span holding `s`: fenced by one more backtick than the longest run inside.
+std::string code(std::string_view s) {
+  const std::string clean = escape_for_terminal(s);
+  const std::string fence(longest_backtick_run(clean) + 1, '`');
   const bool pad = !clean.empty() && (clean.front() == '`' || clean.back() == '`');
   return fence + (pad ? " " : "") + clean + (pad ? " " : "") + fence;
 }
@@ -52,12 +57,7 @@ std::string code(std::string_view s) {
 // A fenced code block of several lines.
 std::string block(std::string_view s, std::string_view lang = "") {
   const std::string clean = escape_for_terminal(s, true);
-  size_t run = 0, longest = 0;
-  for (char c : clean) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  const std::string fence(std::max<size_t>(3, longest_backtick_run(clean) + 1), '`');
   std::string body = clean;
   while (!body.empty() && body.back() == '\n') body.pop_back();
   return fence + std::string(lang) + "\n" + body + "\n" + fence + "\n";
@@ -74,8 +74,7 @@ std::string cell(std::string_view s) {
 
 std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
   std::string out;
-  std::string upper = analyze::verdict_name(d.verdict);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string upper = detail::verdict_upper(d.verdict);
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format("### {}: {} ({})\n\n", upper, md(p.title), code(p.category));

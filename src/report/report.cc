@@ -278,9 +278,7 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   std::string verdict_colour = d.verdict == VerdictKind::kFailed    ? "1;31"
                                : d.verdict == VerdictKind::kHealthy ? "1;32"
                                                                     : "1;33";
-  std::string upper = verdict_name(d.verdict);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  upper = t(upper);
+  const std::string upper = t(detail::verdict_upper(d.verdict));
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format("{}  {}  [{}]\n", paint(verdict_colour.c_str(), upper), paint("1", t(p.title)), t(p.category));
