@@ -60,16 +60,13 @@ TEST_F(Bundle, HoldsTheDiagnosisTheEvidenceAndTheEnvironmentRedacted) {
       "GPU 0: NVIDIA A100-SXM4-80GB\n[default2]:HF_TOKEN=" + kSecrets[0] + " GITHUB_TOKEN=" + kSecrets[1] +
       " owner " + kSecrets[2] + " MASTER_ADDR=" + kSecrets[3] + " db=postgres://svc:" + kSecrets[4] + "@db.internal/x\n";
   std::string log;
-  size_t line = 0, at = 0;
-  while (at < original.size()) {
-    size_t nl = original.find('\n', at);
-    std::string l = original.substr(at, nl - at);
+  size_t line = 0;
+  for (std::string l : ff::test::lines_of(original)) {
     ++line;
     if (line == 3) log += planted;
     if (l.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos && l.find("RuntimeError") != std::string::npos)
       l += " (user " + kSecrets[2] + " at " + kSecrets[3] + ")";
     log += l + "\n";
-    at = nl == std::string::npos ? original.size() : nl + 1;
   }
   const fs::path job = dir_ / "job.log";
   ff::test::write_file(job, log);

@@ -14,6 +14,8 @@ using nlohmann::json;
 
 namespace {
 
+using ff::test::lines_of;
+
 using ff::test::quote;
 using ff::test::slurp;
 using ff::test::write_file;
@@ -61,18 +63,6 @@ const char* kConfigLines =
 const char* kOnDecisive =
     " (by alice.smith@example.com on gpu-node-17.cluster.example.com 10.128.0.7, "
     "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567, /home/alicia/run)";
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t nl = text.find('\n', at);
-    if (nl == std::string::npos) nl = text.size();
-    out.push_back(text.substr(at, nl - at));
-    at = nl + 1;
-  }
-  return out;
-}
 
 class Redact : public ff::test::TempDirTest {
  protected:

@@ -15,9 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "base/wrap.h"
 #include "harness.h"
 
 namespace {
+
+using ff::test::lines_of;
 
 using ff::test::Outcome;
 namespace fs = std::filesystem;
@@ -68,32 +71,6 @@ Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, un
   return o;
 }
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t nl = s.find('\n', start);
-    if (nl == std::string::npos) nl = s.size();
-    out.push_back(s.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
-// Columns a line takes: UTF-8 characters, escape sequences none (the reports here are
-// ASCII but for the odd dash or ellipsis).
-size_t columns(const std::string& s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\x1b') {
-      while (i < s.size() && !(s[i] >= '@' && s[i] <= '~' && s[i] != '[')) ++i;
-      continue;
-    }
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
-  }
-  return n;
-}
-
 std::string strip_escapes(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -131,9 +108,9 @@ std::vector<std::string> words_of(const std::string& s) {
 // A line fits `cols` columns, or is one word of a shell command, continued (" \"), that
 // is wider than the line: such a word is never cut, or the command would not paste.
 bool fits(const std::string& l, size_t cols) {
-  if (columns(l) <= cols) return true;
+  if (ff::display_width(l) <= cols) return true;
   const auto words = words_of(l);
-  return words.size() == 1 && columns(words[0]) > cols - 4 && l.size() > 2 && l.compare(l.size() - 2, 2, " \\") == 0;
+  return words.size() == 1 && ff::display_width(words[0]) > cols - 4 && l.size() > 2 && l.compare(l.size() - 2, 2, " \\") == 0;
 }
 
 // The report's last line gives the time it took: not the same from run to run.
@@ -146,7 +123,7 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
   const Outcome piped = ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / "t-pipe");
   ASSERT_EQ(piped.rc, 1) << piped.err;
   size_t widest = 0;
-  for (const auto& l : lines_of(piped.out)) widest = std::max(widest, columns(l));
+  for (const auto& l : lines_of(piped.out)) widest = std::max(widest, ff::display_width(l));
   ASSERT_GT(widest, 80u) << "the log's report has lines wider than 80 columns, or this test proves nothing";
   for (unsigned short cols : {40, 80, 200}) {
     SCOPED_TRACE("columns " + std::to_string(cols));
@@ -167,7 +144,7 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
       for (const auto& w : got) b += w;
       EXPECT_EQ(b, a) << "the same characters in the same order";
       size_t whole = 0;
-      for (const auto& w : want) whole += std::find(got.begin(), got.end(), w) != got.end() || columns(w) + 6 > cols;
+      for (const auto& w : want) whole += std::find(got.begin(), got.end(), w) != got.end() || ff::display_width(w) + 6 > cols;
       EXPECT_EQ(whole, want.size()) << "every word that fits a line is kept whole";
     }
   }
@@ -206,7 +183,7 @@ TEST(Terminal, AnEntryIsWrappedLikeTheReport) {
   const Outcome o = run_on_pty({"explain", "pytorch.cuda.out-of-memory"}, 24, 50);
   ASSERT_EQ(o.rc, 0) << o.out;
   ASSERT_GT(lines_of(o.out).size(), 10u);
-  for (const auto& l : lines_of(o.out)) EXPECT_LE(columns(l), 50u) << "'" << l << "'";
+  for (const auto& l : lines_of(o.out)) EXPECT_LE(ff::display_width(l), 50u) << "'" << l << "'";
 }
 
 TEST(Terminal, TablesFitTheWidth) {
@@ -218,7 +195,7 @@ TEST(Terminal, TablesFitTheWidth) {
       ASSERT_EQ(o.rc, 0) << o.out;
       auto ls = lines_of(o.out);
       ASSERT_GT(ls.size(), 3u);
-      for (const auto& l : ls) EXPECT_LE(columns(l), cols) << "'" << l << "'";
+      for (const auto& l : ls) EXPECT_LE(ff::display_width(l), cols) << "'" << l << "'";
       EXPECT_NE(o.out.find("pytorch.cuda.out-of-memory"), std::string::npos) << "ids are never cut at this width";
     }
   }
@@ -245,7 +222,7 @@ TEST(Terminal, TheProgressBarFitsTheWidthAndErasesItself) {
       size_t cr = part.find('\r', start);
       std::string seg = part.substr(start, cr == std::string::npos ? std::string::npos : cr - start);
       if (seg.rfind("firstfault: [", 0) == 0) {
-        EXPECT_LE(columns(seg), 59u) << "'" << seg << "'";
+        EXPECT_LE(ff::display_width(seg), 59u) << "'" << seg << "'";
         ++draws;
       }
       if (cr == std::string::npos) break;

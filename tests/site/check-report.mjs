@@ -15,28 +15,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const CHROMIUM = '/usr/bin/chromium';
+import { CHROMIUM, LAUNCH_ARGS, chromiumOrSkip, startWatchdog } from './browser.mjs';
+
 const [binary, source, shots] = process.argv.slice(2);
 if (!binary || !source) {
   console.error('usage: node check-report.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR]');
   process.exit(2);
 }
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`SKIP: ${CHROMIUM} is missing (tools/install-deps installs Debian's chromium)`);
-  process.exit(77);
-}
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch {
-  console.log('SKIP: playwright-core is missing (npm ci --prefix tests/site, done by tools/install-deps)');
-  process.exit(77);
-}
-const watchdog = setTimeout(() => {
-  console.error('FAIL: the check took longer than 60 s');
-  process.exit(1);
-}, 60_000);
-watchdog.unref();
+const chromium = await chromiumOrSkip();
+startWatchdog(60);
 
 const failures = [];
 const check = (ok, what) => {
@@ -57,8 +44,7 @@ const context = await chromium.launchPersistentContext(path.join(tmp, 'profile')
   executablePath: CHROMIUM,
   headless: true,
   javaScriptEnabled: false,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync'],
+  args: LAUNCH_ARGS,
 });
 try {
   const page = context.pages()[0] ?? (await context.newPage());

@@ -16,29 +16,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const CHROMIUM = '/usr/bin/chromium';
+import { CHROMIUM, LAUNCH_ARGS, chromiumOrSkip, startWatchdog } from './browser.mjs';
+
 const binary = process.argv[2];
 if (!binary) {
   console.error('usage: node check.mjs path/to/firstfault');
   process.exit(2);
 }
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`SKIP: ${CHROMIUM} is missing (tools/install-deps installs Debian's chromium)`);
-  process.exit(77);
-}
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch {
-  console.log('SKIP: playwright-core is missing (npm ci --prefix tests/site, done by tools/install-deps)');
-  process.exit(77);
-}
-
-const watchdog = setTimeout(() => {
-  console.error('FAIL: the check took longer than 60 s');
-  process.exit(1);
-}, 60_000);
-watchdog.unref();
+const chromium = await chromiumOrSkip();
+startWatchdog(60);
 
 const failures = [];
 const fail = (msg) => failures.push(msg);
@@ -95,16 +81,7 @@ function anchors(file) {
 const context = await chromium.launchPersistentContext(userData, {
   executablePath: CHROMIUM,
   headless: true,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
+  args: LAUNCH_ARGS,
 });
 
 lap('launch');
