@@ -123,33 +123,44 @@ std::string write_output_file(const std::string& path, std::string_view bytes) {
   return err == 0 ? std::string() : std::strerror(err);
 }
 
-int diagnose_job(const Options& opt, DiagnosedJob& job) {
+bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
+                     const std::vector<std::string>& names, DiagnosedJob& job) {
   auto t0 = std::chrono::steady_clock::now();
+  scan::CollectSink sink;
+  scan::JobStats stats = scan_fn(*loaded.engine, sink);
+  // --redact: the analysis runs on the original text; what is shown is redacted.
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return false;
+  analyze::JobNumbers numbers;
+  numbers.series = &stats.series;
+  numbers.aliases = &loaded.engine->metric_aliases();
+  numbers.last_time_us = stats.last_time_us;
+  numbers.last_time_clock = stats.last_time_clock;
+  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
+  analyze::Diagnosis& d = job.d;
+  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
+  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
+  add_rerun_check(d, names);
+  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (redactor) redact_diagnosis(d, *redactor);
+  job.nothing_read = stats.sources.empty();
+  job.input_errors = std::move(stats.errors);
+  return true;
+}
+
+int diagnose_job(const Options& opt, DiagnosedJob& job) {
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
-  scan::CollectSink sink;
-  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
-  // --redact: the analysis runs on the original text; what is shown is redacted.
-  std::optional<redact::Redactor>& redactor = job.redactor;
-  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
-  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  analyze::JobNumbers numbers;
-  numbers.series = &stats.series;
-  numbers.aliases = &loaded->engine->metric_aliases();
-  numbers.last_time_us = stats.last_time_us;
-  numbers.last_time_clock = stats.last_time_clock;
-  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
-  analyze::Diagnosis& d = job.d;
-  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
-  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
-  quote_suggested_commands(d);
-  add_rerun_check(d, opt.inputs);
-  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (redactor) redact_diagnosis(d, *redactor);
-  job.nothing_read = stats.sources.empty();
+  const scan::ScanOptions so = scan_options(opt);
+  const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
+    return scan::scan_job(engine, opt.inputs, sink, so);
+  };
+  if (!diagnose_loaded(*loaded, opt, scan_fn, opt.inputs, job)) return 2;
+  for (const auto& e : job.input_errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 
 #include "analyze/diagnosis.h"
 #include "redact/redact.h"
+#include "scan/scan.h"
 
 namespace ff::app {
 
@@ -46,8 +48,18 @@ struct DiagnosedJob {
   analyze::Diagnosis d;
   std::optional<redact::Redactor> redactor;
   bool nothing_read = false;  // no input could be read
+  std::vector<Error> input_errors;  // what could not be read (also in the verdict's reasons)
 };
 int diagnose_job(const Options& opt, DiagnosedJob& job);
+
+// The same with the KB and engine already loaded and the reading left to `scan_fn` (named
+// inputs, or an upload's streams in serve); `names` are the inputs as the verify command
+// names them. The input errors are kept in job.input_errors, not printed. False when
+// --redact could not start (said on stderr).
+struct Loaded;
+using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
+bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
+                     const std::vector<std::string>& names, DiagnosedJob& job);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);
