@@ -164,6 +164,33 @@ int diagnose_job(const Options& opt, DiagnosedJob& job) {
   return 0;
 }
 
+// What nothing read gives: no verdict, and why.
+void mark_nothing_read(analyze::Diagnosis& d) {
+  d.verdict = analyze::VerdictKind::kUnknown;
+  d.reasons = {{"input.none-read", "no input could be read", {}}};
+}
+
+std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt) {
+  analyze::Diagnosis& d = job.d;
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (format == "json") return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
+  if (format == "html") {
+    report::HtmlOptions ho;
+    ho.generator = "firstfault " FF_VERSION;
+    if (!opt.site_url.empty()) {
+      std::string base = opt.site_url;
+      if (base.back() != '/') base += '/';
+      ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+    }
+    return report::render_html(d, ho);
+  }
+  report::MarkdownOptions mo;
+  mo.generator = "firstfault " FF_VERSION;
+  std::string out = report::render_markdown(d, mo);
+  if (redactor) out += "\n" + redaction_line(*redactor);
+  return out;
+}
+
 int run_diagnose(const Options& opt) {
   DiagnosedJob job;
   if (int rc = diagnose_job(opt, job); rc != 0) return rc;
@@ -172,30 +199,15 @@ int run_diagnose(const Options& opt) {
   if (job.nothing_read) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
-      d.verdict = analyze::VerdictKind::kUnknown;
-      d.reasons = {{"input.none-read", "no input could be read", {}}};
+      mark_nothing_read(d);
       std::cout << report::render_json(d);
     }
     return 2;
   }
   std::string rendered;
   const bool to_file = !opt.output.empty() && opt.output != "-";
-  if (opt.format == "json") {
-    rendered = redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
-  } else if (opt.format == "html") {
-    report::HtmlOptions ho;
-    ho.generator = "firstfault " FF_VERSION;
-    if (!opt.site_url.empty()) {
-      std::string base = opt.site_url;
-      if (base.back() != '/') base += '/';
-      ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
-    }
-    rendered = report::render_html(d, ho);
-  } else if (opt.format == "markdown" || opt.format == "md") {
-    report::MarkdownOptions mo;
-    mo.generator = "firstfault " FF_VERSION;
-    rendered = report::render_markdown(d, mo);
-    if (redactor) rendered += "\n" + redaction_line(*redactor);
+  if (opt.format == "json" || opt.format == "html" || opt.format == "markdown" || opt.format == "md") {
+    rendered = render_report(job, opt.format == "md" ? "markdown" : opt.format, opt);
   } else {
     report::TextOptions to;
     const char* no_color = std::getenv("NO_COLOR");
@@ -221,6 +233,16 @@ int run_diagnose(const Options& opt) {
   std::cout.flush();
   return analyze::verdict_exit_code(d.verdict);
 }
+
+#ifndef FF_HAVE_SERVE
+int run_serve(const Options&) {
+  fmt::print(stderr,
+             "firstfault: this build has no web server: the portable build links everything statically, and Debian "
+             "ships cpp-httplib only as a shared library. Build from source with libcpp-httplib-dev installed (make "
+             "run), or use firstfault diagnose --format html.\n");
+  return 2;
+}
+#endif
 
 int run_rules(const Options& opt) {
   const auto& rules = analyze::rules();
@@ -466,26 +488,13 @@ struct SearchResult {
   std::vector<std::string> terms;
 };
 
-}  // namespace
-
 // Ranks the entries for a pasted text, as the encyclopedia's search does
 // (src/site/assets/search.js): per line, after cleaning and peeling prefixes, the entry
 // that wins the line by pattern, then the other entries that matched (in KB order), then
 // every other entry by keyword relevance (site::KeywordIndex).
-int run_search(const Options& opt) {
-  std::string text;
-  if (opt.words.size() == 1 && opt.words[0] == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    for (size_t i = 0; i < opt.words.size(); ++i) text += (i ? " " : "") + opt.words[i];
-  }
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
-  const kb::KnowledgeBase& kb = *loaded->kb;
-  const scan::Engine& engine = *loaded->engine;
+std::vector<SearchResult> rank_search(const Loaded& loaded, const site::KeywordIndex& index, std::string_view text) {
+  const kb::KnowledgeBase& kb = *loaded.kb;
+  const scan::Engine& engine = *loaded.engine;
   std::unordered_map<std::string_view, size_t> index_of;
   for (size_t i = 0; i < kb.entries.size(); ++i) index_of.emplace(kb.entries[i].id, i);
 
@@ -529,7 +538,6 @@ int run_search(const Options& opt) {
     r.line = line;
     results.push_back(std::move(r));
   }
-  site::KeywordIndex index(kb);
   for (auto& hit : index.search(messages)) {
     if (!seen.insert(hit.entry).second) continue;
     SearchResult r;
@@ -541,37 +549,71 @@ int run_search(const Options& opt) {
     r.terms = std::move(hit.terms);
     results.push_back(std::move(r));
   }
+  return results;
+}
+
+nlohmann::ordered_json results_json(const kb::KnowledgeBase& kb, std::string_view text,
+                                    const std::vector<SearchResult>& results, size_t total) {
+  nlohmann::ordered_json j;
+  j["query"] = text;
+  j["total"] = total;
+  auto& arr = j["results"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const SearchResult& r = results[i];
+    const kb::Entry& e = kb.entries[r.entry];
+    nlohmann::ordered_json o;
+    o["rank"] = i + 1;
+    o["id"] = e.id;
+    o["title"] = e.title;
+    o["category"] = e.category;
+    o["phase"] = e.phase;
+    o["frameworks"] = e.frameworks;
+    o["match"] = r.match;
+    o["why"] = r.why;
+    if (r.match == "pattern") {
+      o["line"] = r.line;
+      if (!r.pattern.empty()) o["pattern"] = r.pattern;
+      if (!r.captures.empty()) o["captures"] = r.captures;
+    } else {
+      o["score"] = r.score;
+      o["terms"] = r.terms;
+    }
+    arr.push_back(std::move(o));
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json search_json(const Loaded& loaded, const site::KeywordIndex& index, std::string_view text,
+                                   size_t limit) {
+  std::vector<SearchResult> results = rank_search(loaded, index, text);
+  const size_t total = results.size();
+  if (limit > 0 && results.size() > limit) results.resize(limit);
+  return results_json(*loaded.kb, text, results, total);
+}
+
+int run_search(const Options& opt) {
+  std::string text;
+  if (opt.words.size() == 1 && opt.words[0] == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    for (size_t i = 0; i < opt.words.size(); ++i) text += (i ? " " : "") + opt.words[i];
+  }
+  auto loaded = load_everything(opt, false);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
+    return 2;
+  }
+  const kb::KnowledgeBase& kb = *loaded->kb;
+  const site::KeywordIndex index(kb);
+  std::vector<SearchResult> results = rank_search(*loaded, index, text);
   const size_t total = results.size();
   if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
 
   if (opt.format == "json") {
-    nlohmann::ordered_json j;
-    j["query"] = text;
-    j["total"] = total;
-    auto& arr = j["results"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      const SearchResult& r = results[i];
-      const kb::Entry& e = kb.entries[r.entry];
-      nlohmann::ordered_json o;
-      o["rank"] = i + 1;
-      o["id"] = e.id;
-      o["title"] = e.title;
-      o["category"] = e.category;
-      o["phase"] = e.phase;
-      o["frameworks"] = e.frameworks;
-      o["match"] = r.match;
-      o["why"] = r.why;
-      if (r.match == "pattern") {
-        o["line"] = r.line;
-        if (!r.pattern.empty()) o["pattern"] = r.pattern;
-        if (!r.captures.empty()) o["captures"] = r.captures;
-      } else {
-        o["score"] = r.score;
-        o["terms"] = r.terms;
-      }
-      arr.push_back(std::move(o));
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    std::cout << results_json(kb, text, results, total).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
   } else if (results.empty()) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
   } else {
