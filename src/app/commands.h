@@ -50,6 +50,7 @@ struct Options {
   uint64_t max_upload = 8ull << 30;
   unsigned jobs = 0;             // diagnoses at once; 0: one per core (at least 2)
   unsigned queue = 64;           // diagnoses waiting behind them
+  int read_timeout = 10;         // seconds a client may stay silent
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems

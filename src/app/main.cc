@@ -244,6 +244,9 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   serve->add_option("--jobs,-j", opt.jobs, "Diagnoses at once (default: one per core, at least 2)");
   serve->add_option("--queue", opt.queue, "Diagnoses waiting behind them (default 64; more: 503 with Retry-After)");
+  serve->add_option("--read-timeout", opt.read_timeout,
+                    "Seconds a client may stay silent, in its headers or its upload, before it is dropped (default 10)")
+      ->check(CLI::Range(1, 3600));
   serve->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   serve->footer("The API: POST /api/diagnose (a text body or multipart files), GET /api/entries, /api/entries/ID, "
                 "/api/search?q=, /healthz (docs/serve.md).\nExit codes:\n  0  stopped by Ctrl-C or SIGTERM\n  2  "

@@ -64,6 +64,8 @@ int run_serve(const Options& opt) {
   so.limits.max_upload_bytes = opt.max_upload;
   so.limits.max_running = opt.jobs != 0 ? opt.jobs : std::max(2u, std::thread::hardware_concurrency());
   so.limits.max_waiting = opt.queue;
+  so.limits.read_timeout_s = opt.read_timeout;
+  so.limits.write_timeout_s = std::max(opt.read_timeout, 10);
 
   serve::Handlers h;
   h.kb = loaded->kb.get();

@@ -233,7 +233,8 @@ async function loadEntries() {
   if (!r.ok) return;
   entries = (await r.json()).entries;
   entries.sort((a, b) => a.category.localeCompare(b.category) || a.title.localeCompare(b.title));
-  listAll();
+  // A query typed before the list arrived keeps its results.
+  if (!$("query").value.trim()) listAll();
   const m = location.hash.match(/^#entry=(.+)$/);
   if (m) { show("kb"); openEntry(decodeURIComponent(m[1])); }
 }
