@@ -56,6 +56,24 @@ TEST(HostCheck, OnlyTheLoopbackNamesWithOurPort) {
   EXPECT_FALSE(is_loopback_address("10.0.0.1"));
 }
 
+// The encyclopedia's answers carry every entry, and an entry's fields as the KB has them.
+TEST(EntriesJson, EveryEntryListedAndOneInFull) {
+  kb::LoadResult r = kb::load_embedded();
+  ASSERT_FALSE(r.kb.entries.empty());
+  json list = json::parse(entries_json(r.kb));
+  ASSERT_EQ(list["total"], r.kb.entries.size());
+  ASSERT_EQ(list["entries"].size(), r.kb.entries.size());
+  for (size_t i = 0; i < r.kb.entries.size(); ++i) EXPECT_EQ(list["entries"][i]["id"], r.kb.entries[i].id);
+  const kb::Entry& e = r.kb.entries.front();
+  json one = json::parse(entry_json(e));
+  EXPECT_EQ(one["title"], e.title);
+  EXPECT_EQ(one["fix"].get<std::vector<std::string>>(), e.fix);
+  EXPECT_EQ(one["verify"], e.verify);
+  ASSERT_EQ(one["patterns"].size(), e.patterns.size());
+  EXPECT_EQ(one["patterns"][0]["regex"], e.patterns[0].regex);
+  EXPECT_EQ(one["examples"].size(), e.examples.size());
+}
+
 // A server on a free loopback port with a stand-in diagnosis.
 class ServeTest : public ::testing::Test {
  protected:
