@@ -926,9 +926,9 @@ TEST(Journal, JsonAndExportEntriesBecomeSyslogLines) {
   for (size_t i = 0; i < json.size(); i += 7) dj.feed(std::string_view(json).substr(i, 7), out);  // pieces cut anywhere
   dj.finish(out);
   EXPECT_EQ(out,
-            "2025-11-30T10:53:20.123456Z gpu-node-7 train[4242]: Traceback (most recent call last):\n"
-            "2025-11-30T10:53:20.123456Z gpu-node-7 train[4242]:   File \"train.py\", line 3\n"
-            "2025-11-30T10:53:21.000000Z gpu-node-7 eval.service: hi\xff\n"
+            "2025-11-30T10:53:20.123456+00:00 gpu-node-7 train[4242]: Traceback (most recent call last):\n"
+            "2025-11-30T10:53:20.123456+00:00 gpu-node-7 train[4242]:   File \"train.py\", line 3\n"
+            "2025-11-30T10:53:21.000000+00:00 gpu-node-7 eval.service: hi\xff\n"
             "not json\n");
   EXPECT_EQ(dj.malformed(), 1u);
 
@@ -943,8 +943,8 @@ TEST(Journal, JsonAndExportEntriesBecomeSyslogLines) {
   for (size_t i = 0; i < exp.size(); i += 5) de.feed(std::string_view(exp).substr(i, 5), out);
   de.finish(out);
   EXPECT_EQ(out,
-            "2025-11-30T10:53:20.123456Z gpu-node-7 python3: line one\n"
-            "2025-11-30T10:53:20.123456Z gpu-node-7 python3: line two\n"
+            "2025-11-30T10:53:20.123456+00:00 gpu-node-7 python3: line one\n"
+            "2025-11-30T10:53:20.123456+00:00 gpu-node-7 python3: line two\n"
             "no host, no time\n");
   EXPECT_EQ(de.entries(), 2u);
   EXPECT_EQ(detail::detect_journal("2026-12-02 INFO a line\n"), JournalFormat::kNone);
@@ -958,7 +958,7 @@ TEST_F(IoTest, AJournalExportIsReadAsTextWhateverItsName) {
   EXPECT_TRUE(rep.errors.empty());
   ASSERT_EQ(sink.sources.size(), 1u);
   EXPECT_EQ(sink.sources[0].info.encoding, "journal-json");
-  EXPECT_EQ(sink.sources[0].data, "2025-11-30T10:53:20.000000Z h1 t: x\n");
+  EXPECT_EQ(sink.sources[0].data, "2025-11-30T10:53:20.000000+00:00 h1 t: x\n");
 }
 
 // stdin is swapped for a pipe in a child process, so the test runner's own stdin (closed

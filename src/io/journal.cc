@@ -12,7 +12,7 @@ constexpr size_t kMaxEntry = 64u << 20;  // one entry, at most (a longer one is 
 
 bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(0, p.size()) == p; }
 
-// microseconds since the epoch -> 2026-12-02T03:40:00.123456Z
+// microseconds since the epoch -> 2026-12-02T03:40:00.123456+00:00 (rsyslog's RFC 3339 form)
 std::string iso_utc(std::string_view us_text) {
   uint64_t us = 0;
   if (us_text.empty() || us_text.size() > 19) return {};
@@ -24,7 +24,7 @@ std::string iso_utc(std::string_view us_text) {
   std::tm tm{};
   if (::gmtime_r(&secs, &tm) == nullptr) return {};
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06u+00:00", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
   return buf;
 }

@@ -1,7 +1,7 @@
 // io/journal.h — systemd journal exports read as text: `journalctl -o json` (one JSON
 // object per line) and `journalctl -o export` (KEY=value lines, binary fields with their
 // length, a blank line after each entry) become the lines rsyslog would have written,
-//   2026-12-02T03:40:00.123456Z gpu-node-7 train[4242]: the message
+//   2026-12-02T03:40:00.123456+00:00 gpu-node-7 train[4242]: the message
 // (time from __REALTIME_TIMESTAMP in UTC, host from _HOSTNAME, program from
 // _SYSTEMD_UNIT, else SYSLOG_IDENTIFIER, else _COMM, pid from _PID), which the syslog-iso
 // prefix format of kb/formats/prefixes.yaml peels like any other line. A message with

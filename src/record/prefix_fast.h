@@ -449,11 +449,15 @@ inline size_t iso_t_zone(const S& s, size_t i) {
   return kNo;
 }
 
-// (?P<time>ISO 8601 with T and zone) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
+// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
 template <class S>
 inline bool syslog_iso(const S& s, M& m) {
-  const size_t t1 = iso_t_zone(s, 0);
-  if (t1 == kNo || !ch(s, t1, ' ') || !syslog_host_tag(s, t1 + 1, m)) return false;
+  if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) && ch(s, 10, 'T') &&
+        hms_at(s, 11) && ch(s, 19, '.') && digits_n(s, 20, 6) && (ch(s, 26, '+') || ch(s, 26, '-')) &&
+        digits_n(s, 27, 2) && ch(s, 29, ':') && digits_n(s, 30, 2)))
+    return false;
+  const size_t t1 = 32;
+  if (!ch(s, t1, ' ') || !syslog_host_tag(s, t1 + 1, m)) return false;
   m.time = s.substr(0, t1);
   return true;
 }

@@ -289,6 +289,33 @@ TEST(LauncherSummary, ParsesTorchrunFailureTable) {
   EXPECT_TRUE(f[1].root_cause);
 }
 
+// Syslog as rsyslog and the RFC write it: host, program and pid; an application's own
+// ISO time followed by "LEVEL logger: " is not mistaken for a host and a tag.
+TEST(PrefixParser, SyslogHostProgramAndNotAnApplicationsLevel) {
+  kb::LoadResult kr = kb::load(kb::embedded_files());
+  auto p = PrefixParser::create(kr.kb.prefixes);
+  ASSERT_TRUE(p.ok());
+  Record rec;
+  p.value()->parse("Dec  2 04:03:55 gpu-node-7 train[4242] [rank2]: RuntimeError: x", rec);
+  EXPECT_EQ(rec.node, "gpu-node-7");
+  EXPECT_EQ(rec.program, "train");
+  EXPECT_EQ(rec.pid, 4242);
+  EXPECT_EQ(rec.rank, 2);
+  EXPECT_EQ(rec.message, "RuntimeError: x");
+  rec = Record{};
+  p.value()->parse("<13>1 2026-12-02T04:03:55.200619+00:00 vm train 4242 - [timeQuality tzKnown=\"1\"] boom", rec);
+  EXPECT_EQ(rec.node, "vm");
+  EXPECT_EQ(rec.program, "train");
+  EXPECT_EQ(rec.message, "boom");
+  EXPECT_NE(rec.time_us, kNoTime);
+  rec = Record{};
+  p.value()->parse("2024-01-01T10:00:00Z INFO train: step 3", rec);
+  EXPECT_EQ(rec.node, "");
+  EXPECT_EQ(rec.program, "");
+  EXPECT_EQ(rec.level, 'I');
+  EXPECT_EQ(rec.message, "train: step 3");
+}
+
 TEST(PrefixParser, PeelsPrefixesFromKbFormats) {
   kb::LoadResult r = kb::load(kb::embedded_files());
   auto p = PrefixParser::create(r.kb.prefixes);
