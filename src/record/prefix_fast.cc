@@ -16,6 +16,7 @@ constexpr Known kKnown[] = {
     {"ray-actor", R"(\((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\) )", FastKind::k_ray_actor},
     {"k8s-cri", R"((?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] )",
      FastKind::k_k8s_cri},
+    {"kubectl-prefix", R"(\[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\] )", FastKind::k_kubectl_prefix},
     {"srun-label", R"( {0,4}(?P<rank>\d{1,5}): )", FastKind::k_srun_label},
     {"pdsh-host", R"((?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*): )", FastKind::k_pdsh_host},
     {"iso-time",
