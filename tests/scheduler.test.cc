@@ -272,5 +272,22 @@ TEST_F(Scheduler, EpilogNeverOutlivesItsDeadlineAndAlwaysExitsZero) {
   EXPECT_NE(r.err.find("cannot find the job's output"), std::string::npos) << r.err;
 }
 
+// The real daemons' output (tests/slurm/run.sh CAPTURE_DIR wrote them): srun --label, srun's
+// task summary and slurmstepd's time-limit cancel, diagnosed by the KB as they are.
+TEST_F(Scheduler, RealSrunAndSlurmstepdOutputIsRecognised) {
+  Outcome r = run("diagnose --format json " + data("real/slurm_srun_label_memory_error.log"));
+  json j = parse(r);
+  EXPECT_EQ(primary_id(j), "python.memory.memory-error") << r.out;
+  EXPECT_EQ(j["primary"]["rank"], 0);
+  EXPECT_EQ(j["primary"]["evidence"][0]["text"], "MemoryError");
+  r = run("diagnose --format json " + data("real/slurm_time_limit_cancel.log"));
+  j = parse(r);
+  EXPECT_EQ(primary_id(j), "slurm.job.time-limit") << r.out;
+  EXPECT_EQ(j["primary"]["node"], "localhost");
+  // slurmstepd names itself after the node ("slurmstepd-localhost: error: ***"), and the
+  // step's copy of the message comes through srun --label: one failure, not two.
+  EXPECT_NE(j["primary"]["evidence"][0]["text"].get<std::string>().find("DUE TO TIME LIMIT"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ff::test
