@@ -140,14 +140,10 @@ std::optional<SlurmJob> from_sacct(const std::string& out, bool with_std, std::s
       j.gid = pw->pw_gid;
     }
     j.batch_host = j.node_list.find_first_of("[,") == std::string::npos ? j.node_list : std::string();
-    // Before Slurm 24.05 sacct has no StdOut: the sbatch line's -o/-e, else sbatch's default.
-    if (j.std_out.empty()) {
-      j.std_out = submit_option(submit, "-o", "--output");
-      if (j.std_out.empty()) j.std_out = j.id.find('_') != std::string::npos ? "slurm-%A_%a.out" : "slurm-%j.out";
-    }
+    // Before Slurm 24.05 sacct has no StdOut: the sbatch line's -o/-e (the caller then
+    // tries the stored batch script's #SBATCH lines, then sbatch's default).
+    if (j.std_out.empty()) j.std_out = submit_option(submit, "-o", "--output");
     if (j.std_err.empty()) j.std_err = submit_option(submit, "-e", "--error");
-    j.std_out = absolute_in(expand_slurm_pattern(j.std_out, j), j.work_dir);
-    j.std_err = absolute_in(expand_slurm_pattern(j.std_err, j), j.work_dir);
     j.from = "sacct";
     return j;
   }
@@ -327,6 +323,21 @@ SlurmLookup lookup_slurm_job(const std::string& id, double timeout_s) {
   if (sa.ok()) {
     std::string problem;
     if (auto j = from_sacct(sa.out, with_std, problem)) {
+      // #SBATCH -o/-e in the script, which slurmdbd keeps with AccountingStoreFlags=job_script.
+      if (j->std_out.empty() || j->std_err.empty()) {
+        CommandResult script = run_command({"sacct", "-j", id, "--batch-script"}, co);
+        if (script.ok()) {
+          std::string options;
+          for (std::string_view line : split(script.out, '\n')) {
+            if (starts_with(line, "#SBATCH")) options += " " + std::string(trim(line.substr(7)));
+          }
+          if (j->std_out.empty()) j->std_out = submit_option(options, "-o", "--output");
+          if (j->std_err.empty()) j->std_err = submit_option(options, "-e", "--error");
+        }
+      }
+      if (j->std_out.empty()) j->std_out = j->id.find('_') != std::string::npos ? "slurm-%A_%a.out" : "slurm-%j.out";
+      j->std_out = absolute_in(expand_slurm_pattern(j->std_out, *j), j->work_dir);
+      j->std_err = absolute_in(expand_slurm_pattern(j->std_err, *j), j->work_dir);
       r.job = std::move(j);
       return r;
     }

@@ -52,13 +52,60 @@ munged -f -F --socket="$tmp/munge/socket" --key-file="$tmp/munge/munge.key" --lo
   --pid-file="$tmp/munge/pid" --seed-file="$tmp/munge/seed" > "$tmp/munge/stderr" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do [ -S "$tmp/munge/socket" ] && break; sleep 0.1; done
-[ -S "$tmp/munge/socket" ] || skip "munged did not start: $(tail -3 "$tmp/munge/log" 2>/dev/null)"
+[ -S "$tmp/munge/socket" ] || skip "munged did not start: $(tail -n 3 "$tmp/munge/log" 2>/dev/null)"
 
-read -r ctld_port slurmd_port < <(python3 -c '
+read -r ctld_port slurmd_port dbd_port db_port < <(python3 -c '
 import socket
-ss = [socket.socket() for _ in range(2)]
+ss = [socket.socket() for _ in range(4)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
+mkdir -p "$tmp/state" "$tmp/spool" "$tmp/log" "$tmp/cache"
+
+# Accounting, where MariaDB and slurmdbd are installed: a job that has finished can only be
+# annotated in its accounting record (slurmctld refuses updates to it), so with them the
+# AdminComment is checked for real; without them, the epilog's account of the refusal is.
+with_db=0
+if command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null && command -v mariadb >/dev/null &&
+   command -v slurmdbd >/dev/null && command -v sacct >/dev/null && command -v sacctmgr >/dev/null; then
+  if mariadb-install-db --no-defaults --datadir="$tmp/db" --auth-root-authentication-method=normal --skip-test-db \
+       --user=root > "$tmp/log/db-install.log" 2>&1; then
+    mariadbd --no-defaults --datadir="$tmp/db" --socket="$tmp/db.sock" --port="$db_port" --bind-address=127.0.0.1 \
+      --user=root --pid-file="$tmp/db.pid" --log-error="$tmp/log/mariadb.log" > /dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do mariadb --no-defaults -S "$tmp/db.sock" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
+    mariadb --no-defaults -S "$tmp/db.sock" -uroot -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
+      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" 2>>"$tmp/log/mariadb.log" && with_db=1
+  fi
+fi
+if [ "$with_db" = 1 ]; then
+  cat > "$tmp/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$tmp/munge/socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbd_port
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=slurm
+StoragePass=slurm
+LogFile=$tmp/log/slurmdbd.log
+PidFile=$tmp/slurmdbd.pid
+EOF
+  chmod 600 "$tmp/slurmdbd.conf"
+  accounting="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd_port
+AccountingStoragePass=$tmp/munge/socket
+JobCompType=jobcomp/none
+AccountingStoreFlags=job_script
+MinJobAge=2"
+else
+  accounting="AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MinJobAge=600"
+fi
 
 # The epilog: a wrapper, as an operator writes one (Slurm passes no arguments).
 cat > "$tmp/epilog" <<EOF
@@ -74,7 +121,6 @@ echo >> "$tmp/epilog.env"
 exit \$rc
 EOF
 chmod 755 "$tmp/epilog"
-mkdir -p "$tmp/state" "$tmp/spool" "$tmp/log" "$tmp/cache"
 cat > "$tmp/slurm.conf" <<EOF
 ClusterName=fftest
 SlurmctldHost=localhost(127.0.0.1)
@@ -96,15 +142,13 @@ SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+$accounting
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 KillWait=2
 InactiveLimit=0
-MinJobAge=600
 Epilog=$tmp/epilog
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
@@ -113,6 +157,16 @@ export SLURM_CONF="$tmp/slurm.conf"
 # The compiled KB, as an installed epilog finds it after its first run (the first one
 # compiles it: seconds).
 FIRSTFAULT_CACHE_DIR="$tmp/cache" "$ff" diagnose "$tmp/slurm.conf" > /dev/null 2>&1
+if [ "$with_db" = 1 ]; then
+  slurmdbd -D > "$tmp/log/slurmdbd.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do sacctmgr -n -P list cluster >/dev/null 2>&1 && break; sleep 0.2; done
+  if sacctmgr -i add cluster fftest > "$tmp/log/sacctmgr.out" 2>&1; then
+    echo "accounting: slurmdbd on 127.0.0.1:$dbd_port, MariaDB on 127.0.0.1:$db_port"
+  else
+    skip "slurmdbd did not come up: $(tail -n 3 "$tmp/log/slurmdbd.log" "$tmp/log/sacctmgr.out")"
+  fi
+fi
 slurmctld -D -f "$SLURM_CONF" > "$tmp/log/slurmctld.out" 2>&1 &
 pids+=($!)
 slurmd -D -f "$SLURM_CONF" -N localhost > "$tmp/log/slurmd.out" 2>&1 &
@@ -123,7 +177,7 @@ for _ in $(seq 100); do
   [ "$state" = idle ] && break
   sleep 0.2
 done
-[ "$state" = idle ] || skip "slurmd did not come up (node state '$state'): $(tail -5 "$tmp/log/slurmd.log" "$tmp/log/slurmctld.log" 2>/dev/null)"
+[ "$state" = idle ] || skip "slurmd did not come up (node state '$state'): $(tail -n 5 "$tmp/log/slurmd.log" "$tmp/log/slurmctld.log" 2>/dev/null)"
 echo "slurmctld and slurmd up on 127.0.0.1:$ctld_port/$slurmd_port"
 
 # The jobs: a real python3 program, as a training loop is written.
@@ -225,10 +279,22 @@ esac
 # AdminComment: slurmctld refuses any update to a finished job, and a job in its epilog
 # is one (COMPLETING); without slurmdbd sacctmgr cannot annotate the accounting record
 # either. The epilog must have tried both and said so.
-comment=$(scontrol show job -o "$failed_job" | grep -o 'AdminComment=.* [A-Z][A-Za-z]*=' | head -1)
-if [ -n "$comment" ]; then
-  case "$comment" in *"firstfault: failed:"*MemoryError*) echo "AdminComment: $comment" ;;
+if [ "$with_db" = 1 ]; then
+  comment=""
+  for _ in $(seq 50); do
+    comment=$(sacct -j "$failed_job" -X -n -P -o AdminComment 2>/dev/null)
+    [ -n "$comment" ] && break
+    sleep 0.2
+  done
+  echo "AdminComment (sacct): $comment"
+  # sacctmgr before 23.02 lowers the case of what it sets (SchedMD commit 933bf55510
+  # "do not force AdminComment/Comment/SystemComment to lower-case").
+  case "${comment,,}" in "firstfault: failed: python memoryerror"*"(rank 0, train-failed-$failed_job.out:"*) ;;
     *) fail "AdminComment is '$comment'" ;; esac
+  case "$summary" in *"AdminComment set in the accounting database (sacctmgr)"*) ;;
+    *) fail "the epilog did not say it set AdminComment" ;; esac
+  hc=$(sacct -j "$healthy_job" -X -n -P -o AdminComment 2>/dev/null)
+  [ -z "$hc" ] || fail "the healthy job has an AdminComment: $hc"
 else
   case "$summary" in
     *"AdminComment not set: scontrol update: exit 1: Job has already finished"*"sacctmgr modify job:"*)
@@ -261,9 +327,12 @@ fi
 state=$(sinfo -h -n localhost -o %T)
 case "$state" in idle|mixed|completing) ;; *) fail "the node is $state after the epilogs (a failed Epilog drains it)" ;; esac
 
-# `firstfault slurm JOBID` on the same job, through scontrol.
+# `firstfault slurm JOBID` on the same job: through scontrol, or with accounting (MinJobAge=2:
+# slurmctld has forgotten the job by now) through the real sacct of Slurm 22.05, which has
+# no StdOut field: the sbatch line's --output, else slurm-%j.out in WorkDir.
 "$ff" slurm "$failed_job" --format json > "$tmp/slurm-cmd.json" 2> "$tmp/slurm-cmd.err"
 rc=$?
+echo "firstfault slurm $failed_job: $(cat "$tmp/slurm-cmd.err")"
 [ "$rc" = 1 ] || fail "firstfault slurm $failed_job exited $rc: $(cat "$tmp/slurm-cmd.err")"
 [ "$(json_get "$tmp/slurm-cmd.json" 'p.get("id")')" = python.memory.memory-error ] || fail "firstfault slurm: $(head -c 300 "$tmp/slurm-cmd.json")"
 "$ff" slurm 999999 > /dev/null 2> "$tmp/slurm-none.err"
