@@ -196,6 +196,10 @@ std::string render_report(DiagnosedJob& job, const std::string& format, const Op
 int run_diagnose(const Options& opt) {
   DiagnosedJob job;
   if (int rc = diagnose_job(opt, job); rc != 0) return rc;
+  return print_diagnosis(job, opt);
+}
+
+int print_diagnosis(DiagnosedJob& job, const Options& opt) {
   analyze::Diagnosis& d = job.d;
   std::optional<redact::Redactor>& redactor = job.redactor;
   if (job.nothing_read) {

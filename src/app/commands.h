@@ -83,6 +83,8 @@ std::string render_report(DiagnosedJob& job, const std::string& format, const Op
 void mark_nothing_read(analyze::Diagnosis& d);
 
 int run_diagnose(const Options& opt);
+// What run_diagnose prints for a diagnosed job (opt.format, opt.output); its exit code.
+int print_diagnosis(DiagnosedJob& job, const Options& opt);
 // `firstfault serve` (serve_command.cc; in a build without cpp-httplib, a message).
 int run_serve(const Options& opt);
 // `firstfault bundle JOB... -o evidence.tar.gz` (bundle.cc).

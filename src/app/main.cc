@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/perf.h"
 #include "app/compare.h"
+#include "app/scheduler.h"
 #include "app/shell.h"
 #include "base/cache.h"
 #include "base/escape.h"
@@ -275,6 +276,55 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  // Where the jobs run (app/scheduler.h): the Slurm epilog, a Slurm job id, a Kubernetes pod or Job.
+  ff::app::SchedulerOptions sched;
+  auto add_report_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--format,-f", opt.format, "Output format: text, json, html or markdown (md), as for diagnose")
+        ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
+    cmd->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
+    cmd->add_option("--color", opt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
+    cmd->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
+    cmd->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+    cmd->add_flag("--redact", opt.redact, kRedactHelp);
+    ff::app::add_scan_flags(cmd, opt);
+    cmd->footer(kExitCodes);
+  };
+  auto seconds = [](std::string v) {  // "30" or "30s"
+    if (!v.empty() && v.back() == 's') v.pop_back();
+    return v;
+  };
+  auto* slurm_epilog = app.add_subcommand(
+      "slurm-epilog", "Run as Slurm's Epilog, EpilogSlurmctld or a strigger program: diagnose a failed job, write "
+                      "<StdOut>.firstfault.json and .md beside its output and a one-line summary into its AdminComment");
+  slurm_epilog->add_option("--job", sched.job, "The job id (default: $SLURM_JOB_ID)");
+  slurm_epilog->add_option("--timeout", sched.timeout_s,
+                           "Whole run's bound in seconds (default 30; 30s also reads): reading stops before it and the "
+                           "answer so far is written, marked incomplete")
+      ->transform(seconds)
+      ->check(CLI::Range(1.0, 3600.0));
+  slurm_epilog->add_flag("--force", sched.force, "Diagnose the job even when it succeeded");
+  slurm_epilog->add_flag("--no-comment", sched.no_comment, "Do not set the job's AdminComment");
+  slurm_epilog->add_flag("--env-only", sched.env_only,
+                         "Take the exit codes in the environment (SLURM_JOB_EXIT_CODE2, SLURM_JOB_DERIVED_EC) as the "
+                         "answer when they are 0, without asking scontrol: no RPC for a job that succeeded, but a "
+                         "time-limit cancel, whose codes there are 0, goes undiagnosed");
+  ff::app::add_scan_flags(slurm_epilog, opt);
+  slurm_epilog->footer("Exit code: always 0, so that the job's teardown never fails (a failed Epilog drains the "
+                       "node); problems are said on stderr, which slurmd and slurmctld log.");
+  auto* slurm = app.add_subcommand(
+      "slurm", "Diagnose a Slurm job from its id: its output files from scontrol (or sacct once slurmctld has "
+               "forgotten the job)");
+  slurm->add_option("jobid", sched.job, "The job id (1234, or 1234_7 for an array task)")->required();
+  add_report_flags(slurm);
+  auto* k8s = app.add_subcommand(
+      "k8s", "Diagnose a Kubernetes pod or Job: kubectl logs --prefix --timestamps --all-containers, with the pods' "
+             "events and container statuses (OOMKilled, Evicted, BackOff, FailedScheduling) as evidence");
+  k8s->add_option("target", sched.target, "POD, pod/POD, or job/NAME (the Job's pods, by the job-name label)")->required();
+  k8s->add_option("--namespace,-n", sched.k8s_namespace, "The namespace (default: kubectl's)");
+  k8s->add_option("--context", sched.k8s_context, "The kubeconfig context (default: kubectl's)");
+  k8s->add_flag("--previous,-p", sched.previous, "The logs of the containers' previous run (after a restart)");
+  add_report_flags(k8s);
+
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
@@ -312,7 +362,7 @@ int main(int argc, char** argv) {
   }
   // Commands that read logs stop reading at Ctrl-C or SIGTERM and answer for what they
   // read, marked incomplete; a second Ctrl-C ends them at once.
-  if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed() || bundle->parsed())
+  if (diag->parsed() || events->parsed() || diff->parsed() || verify->parsed() || bundle->parsed() || slurm->parsed())
     ff::install_interrupt_handlers();
   auto dispatch = [&]() -> int {
     if (diag->parsed()) return ff::app::run_diagnose(opt);
@@ -334,6 +384,9 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return ff::app::run_verify(opt);
     if (bundle->parsed()) return ff::app::run_bundle(opt);
     if (serve->parsed()) return ff::app::run_serve(opt);
+    if (slurm_epilog->parsed()) return ff::app::run_slurm_epilog(opt, sched);
+    if (slurm->parsed()) return ff::app::run_slurm(opt, sched);
+    if (k8s->parsed()) return ff::app::run_k8s(opt, sched);
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };

@@ -25,12 +25,15 @@ void install_interrupt_handlers() {
   ::sigaction(SIGTERM, &act, nullptr);
 }
 
+void interrupt_at_deadline() { g_signal.store(SIGALRM, std::memory_order_relaxed); }
+
 int interrupted() { return g_signal.load(std::memory_order_relaxed); }
 
 const char* interrupt_name(int sig) {
   switch (sig) {
     case SIGINT: return "interrupted (SIGINT)";
     case SIGTERM: return "interrupted (SIGTERM)";
+    case SIGALRM: return "stopped at the deadline (--timeout)";
     default: return "interrupted";
   }
 }

@@ -16,6 +16,10 @@ void install_interrupt_handlers();
 // The signal that interrupted the run (SIGINT, SIGTERM), or 0 when none did.
 int interrupted();
 
+// Stops the readers as Ctrl-C does, for a deadline (slurm-epilog --timeout): the input
+// error then says "stopped at the deadline". Safe from any thread.
+void interrupt_at_deadline();
+
 // "interrupted (SIGINT)": the text for an input error.
 const char* interrupt_name(int sig);
 

@@ -22,6 +22,7 @@ constexpr Known kKnown[] = {
     {"syslog-iso",
      R"((?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) )",
      FastKind::k_syslog_iso},
+    {"kubectl-prefix", R"(\[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\] )", FastKind::k_kubectl_prefix},
     {"srun-label", R"( {0,4}(?P<rank>\d{1,5}): )", FastKind::k_srun_label},
     {"pdsh-host", R"((?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*): )", FastKind::k_pdsh_host},
     {"iso-time",

@@ -565,6 +565,20 @@ inline bool nccl_line(const S& s, M& m) {
   return true;
 }
 
+// \[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\] 
+// Neither class holds '/' or ']', so each run has one way to end.
+template <class S>
+inline bool kubectl_prefix(const S& s, M& m) {
+  if (!lit(s, 0, "[pod/") || s.size() < 6 || !(is_lower(s[5]) || is_digit(s[5]))) return false;
+  size_t n1 = run(s, 6, [](char c) { return is_lower(c) || is_digit(c) || c == '.' || c == '-'; });
+  if (!ch(s, n1, '/')) return false;
+  size_t c1 = run(s, n1 + 1, [](char c) { return is_lower(c) || is_digit(c) || c == '-'; });
+  if (!lit(s, c1, "] ")) return false;
+  m.node = s.substr(5, n1 - 5);
+  m.length = c1 + 2;
+  return true;
+}
+
 enum class FastKind : uint8_t {
   kNone,
   k_mpirun_tag_output,
@@ -587,6 +601,7 @@ enum class FastKind : uint8_t {
   k_bracket_time,
   k_rank_tag,
   k_nccl_line,
+  k_kubectl_prefix,
 };
 
 // The matcher of a kind, called through a switch so that the parser's loop inlines it.
@@ -613,6 +628,7 @@ inline bool match_fast(FastKind kind, const S& s, M& m) {
     case FastKind::k_bracket_time: return bracket_time(s, m);
     case FastKind::k_rank_tag: return rank_tag(s, m);
     case FastKind::k_nccl_line: return nccl_line(s, m);
+    case FastKind::k_kubectl_prefix: return kubectl_prefix(s, m);
     case FastKind::kNone: break;
   }
   return false;
@@ -651,6 +667,7 @@ inline bool may_start2(FastKind kind, unsigned char b0, unsigned char b1) {
     case FastKind::k_bracket_time: return digit(b1);
     case FastKind::k_rank_tag: return b1 == 'R' || b1 == 'r';
     case FastKind::k_nccl_line: return word(b1) || b1 == '.' || b1 == '-' || b1 == ':';
+    case FastKind::k_kubectl_prefix: return b1 == 'p';
     case FastKind::kNone: break;
   }
   return true;

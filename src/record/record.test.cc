@@ -497,6 +497,7 @@ TEST_F(FastPrefixes, RandomPrefixesMatchLikeRe2) {
       "0", "3", "12", "123456", "2026", "11", "30", "-11-30", "10:20:42", ",398", ".123456", "T", "Z", "+05:30",
       "-0800", "+05", "rank", "Rank", "default", "trainer", "INFO", "WARNING", "WARN", "WARNINGS", "ERROR", "DEBUG",
       "CRITICAL", "FATAL", "I", "W", "E", "F", "E1120", "1120", "stdout", "stderr", "stdou", "F ", "P ", "pid=",
+      "[pod/", "pod/", "] ", "worker-0", "a.b",
       ", ip=", "10.0.0.1", "::1", "LLMRayActor", "node-1", "worker-1", "a1.b", "a.1", "host", "Oct", " 4", "Nov",
       "kernel", "[123]", "ProcessGroupNCCL.cpp:1234", "file.py", ":497", "NCCL", "x", "\t", "\xff", "\xc3\xa9",
       "[rank3]:", "[default0]:", "2026-11-30 10:20:42,398 ", "INFO ", "[rank3] ", "3: ", "[1,2]<stdout>:",

@@ -25,3 +25,6 @@ for s in crash:segfault killed:killed abort:aborted; do
   (cd /tmp/train_job && ./run.sh) > "$out/shell_${s##*:}.log" 2>&1
 done
 echo "logs written to $out"
+# slurm_srun_label_memory_error.log and slurm_time_limit_cancel.log: written by the real
+# slurmctld/slurmd test (needs slurm-wlm, munge and root), its temp folder as /scratch/ff-slurm:
+#   tests/slurm/run.sh build/firstfault tests/data/real
