@@ -40,6 +40,7 @@ struct Options {
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged
   bool redact = false;           // --redact: secrets and identities in log text replaced (app/redaction.h)
+  bool no_history = false;       // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
@@ -60,6 +61,11 @@ struct Loaded;
 using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
 bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
                      const std::vector<std::string>& names, DiagnosedJob& job);
+
+// The second half of diagnose_loaded: the diagnosis of events already scanned (watch's
+// live analyses, app/watch.cc), with the same rules, commands and redaction.
+bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
+                     const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);

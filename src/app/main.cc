@@ -20,6 +20,7 @@
 #include "app/perf.h"
 #include "app/compare.h"
 #include "app/shell.h"
+#include "app/watch.h"
 #include "base/cache.h"
 #include "base/escape.h"
 #include "base/wrap.h"
@@ -244,6 +245,8 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  diag->add_flag("--no-history", opt.no_history, "Do not keep the diagnosis in the history (firstfault history)");
+  ff::app::LiveCommands& live = ff::app::add_live_commands(app, opt);  // watch, run, history: app/watch.cc
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
@@ -302,6 +305,7 @@ int main(int argc, char** argv) {
     }
     if (verify->parsed()) return ff::app::run_verify(opt);
     if (bundle->parsed()) return ff::app::run_bundle(opt);
+    if (int rc = 0; ff::app::run_live_command(live, opt, rc)) return rc;
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };
