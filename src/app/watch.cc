@@ -389,6 +389,7 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   bool exited = false;
   int64_t exited_at = 0;
   int forwarded = 0;
+  char stderr_last = '\n';  // the diagnosis starts on a line of its own
   for (;;) {
     if (const int sig = interrupted(); sig != 0 && forwarded == 0 && !exited) {
       ::kill(pid, sig);
@@ -418,6 +419,7 @@ int run_run(const Options& opt, const LiveOptions& lo) {
         }
         const std::string_view bytes(buf.data(), static_cast<size_t>(got));
         if (st.pass && !write_all(st.to, bytes)) st.pass = false;
+        if (st.to == STDERR_FILENO) stderr_last = bytes.back();
         s.feed(st.source, bytes, steady_ms());
       }
     }
@@ -458,7 +460,7 @@ int run_run(const Options& opt, const LiveOptions& lo) {
     if (std::string problem = write_output_file(lo.report, rendered); !problem.empty())
       say_error("cannot write the report " + lo.report + ": " + problem);
   } else {
-    write_all(STDERR_FILENO, rendered);
+    write_all(STDERR_FILENO, (stderr_last == '\n' ? "" : "\n") + rendered);
   }
   return rc;
 }
