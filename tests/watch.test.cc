@@ -436,6 +436,7 @@ TEST_F(Watch, PrometheusScrapesTheMetrics) {
   const pid_t watch = start("watch --poll 50ms --metrics 127.0.0.1:" + std::to_string(port) + " " + quote(logs.string()));
   ff::test::write_file(dir_ / "prometheus.yml",
                        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                       "rule_files:\n  - " + std::string(FF_SOURCE_DIR) + "/docs/alerting-rules.yml\n"
                        "scrape_configs:\n  - job_name: firstfault\n    static_configs:\n      - targets: ['127.0.0.1:" +
                            std::to_string(port) + "']\n");
   const std::string prom_cmd = "exec prometheus --config.file=" + quote((dir_ / "prometheus.yml").string()) +
@@ -475,6 +476,18 @@ TEST_F(Watch, PrometheusScrapesTheMetrics) {
   const json scale = query("min(firstfault_loss_scale)");
   ASSERT_FALSE(scale.is_null());
   EXPECT_GT(std::stod(scale[0]["value"][1].get<std::string>()), 0);
+  // The example alerting rules load, and the one for a failed job fires.
+  json alert;
+  for (int i = 0; i < 50 && alert.is_null(); ++i) {
+    alert = query("ALERTS{alertname=\"TrainingJobFailed\",alertstate=\"firing\"}");
+    if (alert.is_null()) sleep_ms(200);
+  }
+  EXPECT_FALSE(alert.is_null()) << "docs/alerting-rules.yml: TrainingJobFailed did not fire";
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(std::system(("promtool check rules " + quote(std::string(FF_SOURCE_DIR) + "/docs/alerting-rules.yml") +
+                           " >/dev/null").c_str()),
+              0);
+  }
   ::kill(prom, SIGTERM);
   ::kill(watch, SIGINT);
   int st = 0;
