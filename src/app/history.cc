@@ -79,8 +79,8 @@ std::string job_key(const std::vector<std::string>& inputs, int& attempt) {
   attempt = -1;
   std::vector<std::string> parts;
   for (const auto& in : inputs) {
-    if (in == "-") {
-      parts.push_back("<stdin>");
+    if (in == "-" || in.rfind("$ ", 0) == 0) {  // stdin; a command (run)
+      parts.push_back(in == "-" ? "<stdin>" : in);
       continue;
     }
     std::error_code ec;

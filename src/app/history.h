@@ -6,7 +6,7 @@
 // the primary failure (entry, category, fingerprint, rank, node). A job is its inputs'
 // absolute paths with torchrun's `attempt_N` folders taken out, so the attempts of one
 // elastic run are one job; diagnosing the same logs again updates their row instead of
-// counting twice. recurrence() counts the other jobs that failed with the same signature
+// counting twice (a `run` job is its command and folder: "$ DIR: CMD"). recurrence() counts the other jobs that failed with the same signature
 // in the last week, and the nodes they failed on: "3rd time this week; nodes gpu-0042
 // twice".
 //

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -227,10 +228,11 @@ class Live {
     return session_->diagnosis();
   }
 
-  // The history's recurrence line ("" when none or off).
-  std::string remember(const std::string& command) {
+  // The history's recurrence line ("" when none or off); `job`: what names the job
+  // (the inputs, or run's command).
+  std::string remember(const std::string& command, const std::vector<std::string>& job) {
     if (lo_.no_history) return {};
-    return remember_diagnosis(session_->diagnosis(), command, names_);
+    return remember_diagnosis(session_->diagnosis(), command, job);
   }
 
   bool exit_on_met() const { return exit_on_met_; }
@@ -324,7 +326,7 @@ int run_watch(const Options& opt, const LiveOptions& lo) {
     if (!ps.grew) sleep_ms(poll_ms);
   }
   const analyze::Diagnosis& d = live.finish();
-  const std::string recurrence = live.remember("watch");
+  const std::string recurrence = live.remember("watch", lo.paths);
   if (lo.format == "jsonl") {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(report::render_json(d));
     if (!recurrence.empty()) j["recurrence"] = recurrence;
@@ -373,7 +375,8 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   }
   ::close(out[1]);
   ::close(err[1]);
-  // Ctrl-C and SIGTERM reach firstfault: handed on to the command, which decides.
+  // Ctrl-C reaches the command from the terminal itself (one process group); a SIGTERM
+  // sent to firstfault (a scheduler's) is handed on to the command, which decides.
   install_interrupt_handlers();
   watch::Session& s = live.session();
   const uint32_t src_out = s.open("stdout"), src_err = s.open("stderr");
@@ -391,7 +394,7 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   int forwarded = 0;
   char stderr_last = '\n';  // the diagnosis starts on a line of its own
   for (;;) {
-    if (const int sig = interrupted(); sig != 0 && forwarded == 0 && !exited) {
+    if (const int sig = interrupted(); sig == SIGTERM && forwarded == 0 && !exited) {
       ::kill(pid, sig);
       forwarded = sig;
     }
@@ -441,7 +444,12 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   }
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   const analyze::Diagnosis& d = live.finish();
-  const std::string recurrence = live.remember("run");
+  // The job is the command, run in this folder ("$ " marks it as no path: app/history.h).
+  std::string cmdline;
+  for (const auto& a : lo.command) cmdline += (cmdline.empty() ? "" : " ") + shell_quote(a);
+  std::error_code ec;
+  const std::string recurrence =
+      live.remember("run", {"$ " + std::filesystem::current_path(ec).string() + ": " + cmdline});
   std::string header = WIFSIGNALED(status)
                            ? fmt::format("firstfault run: the command was killed by signal {} (exit status {})\n",
                                          WTERMSIG(status), rc)

@@ -1563,6 +1563,8 @@ void LiveScan::close(uint32_t source, const Status& status) {
   s.open = false;
 }
 
+void LiveScan::add_error(Error e) { impl_->job.errors.push_back(std::move(e)); }
+
 bool LiveScan::is_open(uint32_t source) const { return impl_->sources.at(source)->open; }
 
 bool LiveScan::holds_open(uint32_t source) const {
@@ -1574,13 +1576,18 @@ size_t LiveScan::take_events(std::vector<record::Event>& out) {
   std::vector<record::Event>& ev = impl_->sink.events;
   const size_t n = ev.size();
   if (n == 0) return 0;
+  // In (source, line) order, as scan_job gives them (an earlier source may have been
+  // waiting on an open traceback while a later one went on): the new ones sorted, then
+  // merged after the old ones (linear; equal keys keep their order).
+  const auto before = [](const record::Event& a, const record::Event& b) {
+    return a.source != b.source ? a.source < b.source : a.line < b.line;
+  };
+  std::stable_sort(ev.begin(), ev.end(), before);
+  const size_t old = out.size();
   out.insert(out.end(), std::make_move_iterator(ev.begin()), std::make_move_iterator(ev.end()));
   ev.clear();
-  // In (source, line) order, as scan_job gives them (an earlier source may have been
-  // waiting on an open traceback while a later one went on).
-  std::stable_sort(out.begin(), out.end(), [](const record::Event& a, const record::Event& b) {
-    return a.source != b.source ? a.source < b.source : a.line < b.line;
-  });
+  if (old > 0 && before(out[old], out[old - 1]))
+    std::inplace_merge(out.begin(), out.begin() + static_cast<long>(old), out.end(), before);
   return n;
 }
 

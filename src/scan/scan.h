@@ -180,6 +180,8 @@ class LiveScan {
   void settle(uint32_t source);
   // The source ends (status: why it could not be read to its end, if so).
   void close(uint32_t source, const Status& status = Status::Ok());
+  // An input that could not be read (in job().errors: the verdict is then never healthy).
+  void add_error(Error e);
   bool is_open(uint32_t source) const;
   // Events of the source wait on something open (a traceback being joined).
   bool holds_open(uint32_t source) const;

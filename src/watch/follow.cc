@@ -212,7 +212,8 @@ uint64_t Follower::read_new(FollowSink& sink, File& f) {
       f.sniffed = true;
       if (looks_compressed(bytes)) {
         f.dead = true;
-        sink.note(f.path + ": compressed; not followed (firstfault diagnose reads it)");
+        sink.error(make_error(ErrorCode::kFormat, "compressed: not followed (firstfault diagnose reads it)",
+                              {f.path, 0, ""}));
         break;
       }
       if (io::looks_binary(bytes.substr(0, 8192))) {

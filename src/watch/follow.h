@@ -16,8 +16,9 @@
 //     path comes back.
 // A rotated copy that appears in a followed folder after the start (`train.log.1`,
 // `train.log-20250101.gz`, the same inode under a new name) is not read again: its lines
-// came through the file it was rotated from. Binary and compressed files are skipped with
-// a note (diagnose reads the compressed ones).
+// came through the file it was rotated from. Binary files are skipped with a note (as
+// diagnose does); compressed ones with an error (diagnose reads them; watch cannot follow
+// them, and what was not read makes the verdict incomplete).
 //
 // Thread-safety: one thread at a time. Failure behaviour: an unreadable file is an error
 // given to the sink once; the others are still followed. Memory: one read buffer, and a

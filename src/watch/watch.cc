@@ -257,7 +257,6 @@ std::optional<Alert> Session::check_stall(int64_t now_ms, int64_t unix_ms) {
 
 void Session::analyse() {
   diagnosis_ = diagnose_(events_, live_.job());
-  for (const auto& e : input_errors_) diagnosis_.errors.push_back(e.to_string());
   ++analyses_;
   dirty_ = false;
   lines_at_analysis_ = live_.lines();

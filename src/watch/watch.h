@@ -98,7 +98,10 @@ class Session {
   void cut(uint32_t source);
   void close(uint32_t source, const Status& status = Status::Ok());
   // An input problem (a file that cannot be read): the verdict is never healthy.
-  void input_error(const Error& e) { input_errors_.push_back(e); }
+  void input_error(const Error& e) {
+    input_errors_.push_back(e);
+    live_.add_error(e);
+  }
   void note(const std::string& text) { notes_.push_back(text); }
 
   // Settles quiet sources, re-analyses when due, checks for a stall; the new alerts.
