@@ -82,6 +82,24 @@ void fill_evidence(Alert& a, const std::vector<analyze::Evidence>& ev) {
   a.text = ev[0].text;
 }
 
+// An alert of a finding (the primary, a symptom): what it is, who, where.
+Alert from_finding(const analyze::Finding& f, const char* kind, Severity severity, const std::string& verdict,
+                   int64_t unix_ms) {
+  Alert a;
+  a.kind = kind;
+  a.severity = severity;
+  a.id = f.id;
+  a.title = f.title;
+  a.category = f.category;
+  a.rank = f.rank;
+  a.node = f.node;
+  fill_evidence(a, f.evidence);
+  a.fingerprint = f.fingerprint;
+  a.verdict = verdict;
+  a.unix_ms = unix_ms;
+  return a;
+}
+
 }  // namespace
 
 std::string alert_json(const Alert& a) {
@@ -274,22 +292,11 @@ std::vector<Alert> Session::alerts_from(const analyze::Diagnosis& d, int64_t uni
   const std::string verdict = analyze::verdict_name(d.verdict);
   if (d.primary) {
     const analyze::Finding& p = *d.primary;
-    Alert a;
-    a.kind = "failure";
-    a.severity = severity_of_verdict(d.verdict);
-    a.id = p.id;
-    a.title = p.title;
-    a.category = p.category;
-    a.rank = p.rank;
-    a.node = p.node;
-    fill_evidence(a, p.evidence);
+    Alert a = from_finding(p, "failure", severity_of_verdict(d.verdict), verdict, unix_ms);
     if (!p.fix.empty()) a.fix = p.fix[0];
     a.verify = p.verify;
-    a.fingerprint = p.fingerprint;
     a.step = d.progress.failed_at;
-    a.verdict = verdict;
     a.key = "incident:" + (p.fingerprint.empty() ? p.id : p.fingerprint);
-    a.unix_ms = unix_ms;
     say(a, out);
   }
   for (const auto& c : d.collateral) {
@@ -312,19 +319,8 @@ std::vector<Alert> Session::alerts_from(const analyze::Diagnosis& d, int64_t uni
     say(a, out);
   }
   for (const auto& s : d.symptoms) {
-    Alert a;
-    a.kind = "symptom";
-    a.severity = Severity::kInfo;
-    a.id = s.id;
-    a.title = s.title;
-    a.category = s.category;
-    a.rank = s.rank;
-    a.node = s.node;
-    fill_evidence(a, s.evidence);
-    a.fingerprint = s.fingerprint;
-    a.verdict = verdict;
+    Alert a = from_finding(s, "symptom", Severity::kInfo, verdict, unix_ms);
     a.key = "symptom:" + s.id;
-    a.unix_ms = unix_ms;
     say(a, out);
   }
   for (const auto& v : d.verdicts) {
