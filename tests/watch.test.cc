@@ -402,6 +402,12 @@ TEST_F(Watch, RunPassesOutputThroughAndKeepsTheExitStatus) {
   ff::test::Outcome k = run("run --no-history --report " + quote((dir_ / "r2.txt").string()) + " -- sh -c 'kill -9 $$'");
   EXPECT_EQ(k.rc, 137);
   EXPECT_NE(slurp(dir_ / "r2.txt").find("killed by signal 9"), std::string::npos);
+  // A command that closes its output and goes on: waited for (not spun on), its status kept.
+  const auto t0 = std::chrono::steady_clock::now();
+  ff::test::Outcome c = run("run --no-history --report " + quote((dir_ / "r4.txt").string()) +
+                            " -- sh -c 'exec >&- 2>&-; sleep 1; exit 5'");
+  EXPECT_EQ(c.rc, 5);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
   // A command that does not exist: 127, as a shell says it.
   ff::test::Outcome m = run("run --no-history --report " + quote((dir_ / "r3.txt").string()) + " -- /nonexistent/cmd");
   EXPECT_EQ(m.rc, 127);

@@ -407,6 +407,7 @@ int run_run(const Options& opt, const LiveOptions& lo) {
       which[n++] = i;
     }
     if (n == 0 && exited) break;
+    if (n == 0) sleep_ms(50);  // both pipes closed, the command still running: wait for it
     if (n > 0) {
       const int r = ::poll(p, static_cast<nfds_t>(n), 100);
       if (r < 0 && errno != EINTR) break;
