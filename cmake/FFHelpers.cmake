@@ -45,7 +45,10 @@ function(ff_add_test name)
     FF_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
   ff_warnings(${name})
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  # No test keeps a history (app/history.h) or reads another test's: the one test about
+  # it names its own place.
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    ENVIRONMENT "FIRSTFAULT_NO_HISTORY=1")
 endfunction()
 
 # ff_hot_path(target...): the modules on the scan's per-line path are built with -O3 in

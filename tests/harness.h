@@ -75,12 +75,15 @@ class SharedCacheCleanup : public ::testing::Environment {
 inline ::testing::Environment* const kSharedCacheCleanup = ::testing::AddGlobalTestEnvironment(new SharedCacheCleanup);
 
 // Runs `firstfault ARGS` (ARGS already quoted) with the shared cache, stdin from
-// `stdin_file` or /dev/null, NO_COLOR set; stdout and stderr are captured apart.
-inline Outcome run_firstfault(const std::string& args, const fs::path& work, const std::string& stdin_file = "") {
+// `stdin_file` or /dev/null, NO_COLOR set, no history kept (FIRSTFAULT_NO_HISTORY: no test
+// here is about it, and none may see another's); `env` ("NAME=value ...") comes last and
+// wins. stdout and stderr are captured apart.
+inline Outcome run_firstfault(const std::string& args, const fs::path& work, const std::string& stdin_file = "",
+                              const std::string& env = "") {
   fs::create_directories(work);
   std::string out = (work / "stdout").string(), err = (work / "stderr").string();
   // COLUMNS= : the layout of a pipe, whatever the caller's environment says (app/terminal.h).
-  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 COLUMNS= " + FF_BINARY + " " + args +
+  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 COLUMNS= FIRSTFAULT_NO_HISTORY=1 " + env + " " + FF_BINARY + " " + args +
                     (stdin_file.empty() ? " </dev/null" : " <" + quote(stdin_file)) + " >" + quote(out) + " 2>" + quote(err);
   int status = std::system(cmd.c_str());
   Outcome r;

@@ -126,7 +126,7 @@ class Hostile : public ::testing::Test {
     // Everything the child needs is made before fork(): the FIFO test forks while a writer
     // thread runs, so the child calls only async-signal-safe functions.
     std::vector<std::string> env = {"FIRSTFAULT_CACHE_DIR=" + (cache_dir_.empty() ? shared_cache().string() : cache_dir_),
-                                    "NO_COLOR=1"};
+                                    "NO_COLOR=1", "FIRSTFAULT_NO_HISTORY=1"};
     const char* asan = std::getenv("ASAN_OPTIONS");
     if (!asan_extra_.empty()) env.push_back("ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":" + asan_extra_);
     for (char** e = environ; *e != nullptr; ++e) {

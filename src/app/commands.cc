@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "analyze/analyze.h"
+#include "app/history.h"
 #include "app/kb_check.h"
 #include "app/perf.h"
 #include "app/redaction.h"
@@ -130,24 +131,33 @@ bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& sca
   auto t0 = std::chrono::steady_clock::now();
   scan::CollectSink sink;
   scan::JobStats stats = scan_fn(*loaded.engine, sink);
+  if (!diagnose_events(loaded, opt, sink.events, stats, names, job)) return false;
+  job.d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
+                     const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job) {
+  auto t0 = std::chrono::steady_clock::now();
   // --redact: the analysis runs on the original text; what is shown is redacted.
   std::optional<redact::Redactor>& redactor = job.redactor;
-  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return false;
+  std::vector<Error> errors = stats.errors;
+  if (opt.redact && !start_redactor(redactor, events, errors)) return false;
   analyze::JobNumbers numbers;
   numbers.series = &stats.series;
   numbers.aliases = &loaded.engine->metric_aliases();
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
-  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
+  for (const auto& e : errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis& d = job.d;
-  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
+  d = analyze::diagnose(events, summarize_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   add_rerun_check(d, names);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (redactor) redact_diagnosis(d, *redactor);
   job.nothing_read = stats.sources.empty();
-  job.input_errors = std::move(stats.errors);
+  job.input_errors = std::move(errors);
   return true;
 }
 
@@ -196,6 +206,11 @@ std::string render_report(DiagnosedJob& job, const std::string& format, const Op
 int run_diagnose(const Options& opt) {
   DiagnosedJob job;
   if (int rc = diagnose_job(opt, job); rc != 0) return rc;
+  // The history (app/history.h): kept, and a recurring failure said on stderr.
+  if (!job.nothing_read && !opt.no_history) {
+    if (std::string again = remember_diagnosis(job.d, "diagnose", opt.inputs); !again.empty())
+      fmt::print(stderr, "firstfault: seen before: {} (firstfault history)\n", escape_for_terminal(again));
+  }
   return print_diagnosis(job, opt);
 }
 

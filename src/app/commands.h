@@ -53,6 +53,7 @@ struct Options {
   unsigned jobs = 0;             // diagnoses at once; 0: one per core (at least 2)
   unsigned queue = 64;           // diagnoses waiting behind them
   int read_timeout = 10;         // seconds a client may stay silent
+  bool no_history = false;       // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
@@ -73,6 +74,11 @@ struct Loaded;
 using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
 bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
                      const std::vector<std::string>& names, DiagnosedJob& job);
+
+// The second half of diagnose_loaded: the diagnosis of events already scanned (watch's
+// live analyses, app/watch.cc), with the same rules, commands and redaction.
+bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
+                     const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);

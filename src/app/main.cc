@@ -21,6 +21,7 @@
 #include "app/compare.h"
 #include "app/scheduler.h"
 #include "app/shell.h"
+#include "app/watch.h"
 #include "base/cache.h"
 #include "base/escape.h"
 #include "base/wrap.h"
@@ -325,6 +326,8 @@ int main(int argc, char** argv) {
   k8s->add_flag("--previous,-p", sched.previous, "The logs of the containers' previous run (after a restart)");
   add_report_flags(k8s);
 
+  diag->add_flag("--no-history", opt.no_history, "Do not keep the diagnosis in the history (firstfault history)");
+  ff::app::LiveCommands& live = ff::app::add_live_commands(app, opt);  // watch, run, history: app/watch.cc
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
@@ -387,6 +390,7 @@ int main(int argc, char** argv) {
     if (slurm_epilog->parsed()) return ff::app::run_slurm_epilog(opt, sched);
     if (slurm->parsed()) return ff::app::run_slurm(opt, sched);
     if (k8s->parsed()) return ff::app::run_k8s(opt, sched);
+    if (int rc = 0; ff::app::run_live_command(live, opt, rc)) return rc;
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };

@@ -604,6 +604,41 @@ class Merger {
     }
   }
 
+  // Live sources (LiveScan): the events that nothing open on the source's streams can
+  // still change come out now: all of them when nothing is open, else those before the
+  // first line of what is open (a traceback being joined, a "raised:" wrapper; during a
+  // launcher summary, none).
+  void flush_settled() {
+    if (summary_.active()) return;
+    uint64_t open_from = UINT64_MAX;
+    for (int rank : active_joiners_) {
+      auto it = joiners_.find(rank);
+      if (it != joiners_.end() && it->second.active()) open_from = std::min<uint64_t>(open_from, it->second.current().first_line);
+    }
+    for (const auto& [rank, w] : wrapper_) open_from = std::min<uint64_t>(open_from, w.line);
+    for (auto& f : summary_.take()) pending_.push_back(summary_event(f));
+    emit_pending(open_from);
+  }
+  // Live sources gone quiet: what is open is closed as at the source's end, and every
+  // event comes out; the source's next lines start with nothing open.
+  void settle() {
+    finish_open();
+    active_joiners_.clear();
+    wrapper_.clear();
+    summary_ = record::LauncherSummaryTracker();
+    emit_pending(UINT64_MAX);
+  }
+  bool holds_open() const { return busy(); }
+  // The source's statistics as far as it has been read (end() sets them for good).
+  void live_stats(uint64_t bytes, uint64_t lines) {
+    stats().bytes = bytes;
+    stats().lines = lines;
+    stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
+    if (!stats().name_origin.node.empty()) {
+      for (int r : name_ranks_) stats().rank_node.emplace(r, stats().name_origin.node);
+    }
+  }
+
  private:
   SourceStats& stats() { return job_.sources[source_]; }
 
@@ -926,43 +961,64 @@ class Merger {
     pending_.push_back(std::move(e));
   }
 
-  void end(const Chunk& c) {
+  // The launcher summary's failure rows, as events.
+  record::Event summary_event(const record::LauncherFailure& f) const {
+    record::Event e;
+    e.kind = record::EventKind::kLauncherFailure;
+    e.source = source_;
+    e.line = f.error_line ? f.error_line : f.line;
+    e.rank = f.rank;
+    e.local_rank = f.local_rank;
+    e.pid = f.pid;
+    e.node = f.host;
+    e.time_text = f.time_text;
+    int64_t us;
+    record::Clock clock;
+    bool sub;
+    if (record::parse_time(f.time_text, "torchrun", us, clock, sub)) {
+      e.time_us = us;
+      e.clock = clock;
+      e.time_subsecond = sub;
+    }
+    e.text = event_text(f.error);
+    e.in_launcher_summary = true;
+    e.summary_rank = f.rank;
+    e.exitcode = f.exitcode;
+    e.summary_root_cause = f.root_cause;
+    return e;
+  }
+
+  // Closes the tracebacks still being joined and the launcher summary (the source ends).
+  void finish_open() {
     for (auto& [rank, joiner] : joiners_) {
       if (auto tb = joiner.finish()) on_traceback(*tb, rank);
     }
-    for (const auto& f : summary_.take()) {
-      record::Event e;
-      e.kind = record::EventKind::kLauncherFailure;
-      e.source = source_;
-      e.line = f.error_line ? f.error_line : f.line;
-      e.rank = f.rank;
-      e.local_rank = f.local_rank;
-      e.pid = f.pid;
-      e.node = f.host;
-      e.time_text = f.time_text;
-      int64_t us;
-      record::Clock clock;
-      bool sub;
-      if (record::parse_time(f.time_text, "torchrun", us, clock, sub)) {
-        e.time_us = us;
-        e.clock = clock;
-        e.time_subsecond = sub;
-      }
-      e.text = event_text(f.error);
-      e.in_launcher_summary = true;
-      e.summary_rank = f.rank;
-      e.exitcode = f.exitcode;
-      e.summary_root_cause = f.root_cause;
-      pending_.push_back(std::move(e));
-    }
+    for (const auto& f : summary_.take()) pending_.push_back(summary_event(f));
+  }
+
+  // Hands the pending events before line `before` to the sink, in line order.
+  void emit_pending(uint64_t before) {
     std::stable_sort(pending_.begin(), pending_.end(),
                      [](const record::Event& a, const record::Event& b) { return a.line < b.line; });
-    for (auto& e : pending_) {
-      e.seq = ++seq_;
-      sink_.event(e);
+    size_t n = 0;
+    while (n < pending_.size() && pending_[n].line < before) ++n;
+    for (size_t k = 0; k < n; ++k) {
+      pending_[k].seq = ++seq_;
+      sink_.event(pending_[k]);
     }
-    stats().events += pending_.size();
-    pending_.clear();
+    stats().events += n;
+    if (n == pending_.size()) {
+      pending_.clear();
+    } else if (n > 0) {
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(n));
+    }
+    // The wrappers' indexes into pending_ moved (they look for their line from there).
+    for (auto& [rank, w] : wrapper_) w.first = 0;
+  }
+
+  void end(const Chunk& c) {
+    finish_open();
+    emit_pending(UINT64_MAX);
     stats().bytes = c.source_bytes;
     stats().lines = c.total_lines;
     stats().ranks.assign(ranks_seen_.begin(), ranks_seen_.end());
@@ -1099,6 +1155,13 @@ class Chunker : public io::ByteSink {
     // a window that shrank meanwhile may be one no chunk points into.
     shrank_ = shrank_ || keep->shrank();
   }
+
+  // Live sources (LiveScan): each Chunker holds one source, numbered as the job's.
+  void number_from(uint32_t first) { next_source_ = first; }
+  // Sends the complete lines fed so far (a line still open waits for its end).
+  void sync() { flush(); }
+  uint64_t lines() const { return framer_.lines(); }
+  uint64_t bytes() const { return source_bytes_; }
 
   void end(const io::SourceInfo&, const Status& status) override {
     Chunk* c = cur_.get();
@@ -1438,6 +1501,167 @@ JobStats scan_text(const Engine& engine, std::string_view name, std::string_view
   }
   chunker.end(info, Status::Ok());
   return job;
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Live sources: each has its own Chunker (framing) and Merger (phase B state: tracebacks,
+// summary, caps), all share one LineWorker (phase A) and the job; everything runs on the
+// calling thread, a chunk per piece fed.
+
+struct LiveScan::Impl {
+  class Collect : public EventSink {
+   public:
+    void event(const record::Event& e) override { events.push_back(e); }
+    std::vector<record::Event> events;
+  };
+  struct Source {
+    std::unique_ptr<Merger> merger;
+    std::unique_ptr<Chunker> chunker;
+    io::SourceInfo info;
+    bool open = true;
+    bool fed = false;
+    char last = '\n';  // the last byte fed
+  };
+  Impl(const Engine& e, const ScanOptions& o)
+      : engine(e), options(o), worker(e, options, job.series.grids(e.metric_aliases().size())) {}
+
+  std::unique_ptr<Chunk> fresh() {
+    if (spare) return std::move(spare);
+    return std::make_unique<Chunk>();
+  }
+
+  const Engine& engine;
+  ScanOptions options;
+  JobStats job;
+  Collect sink;
+  LineWorker worker;
+  std::vector<std::unique_ptr<Source>> sources;
+  std::unique_ptr<Chunk> spare;
+  uint64_t closed_lines = 0, closed_bytes = 0;
+};
+
+// Pieces fed are cut to this size: each source's chunk keeps the capacity of its largest
+// piece, so 64 sources hold at most a few MiB between them.
+static constexpr size_t kLivePiece = 256 << 10;
+
+LiveScan::LiveScan(const Engine& engine, const ScanOptions& options) : impl_(std::make_unique<Impl>(engine, options)) {}
+
+LiveScan::~LiveScan() = default;
+
+uint32_t LiveScan::open(const std::string& name) {
+  Impl& m = *impl_;
+  auto src = std::make_unique<Impl::Source>();
+  Impl::Source* raw = src.get();
+  const uint32_t index = static_cast<uint32_t>(m.job.sources.size());
+  raw->merger = std::make_unique<Merger>(m.engine, m.sink, m.job, m.options);
+  raw->chunker = std::make_unique<Chunker>(
+      m.engine, m.options,
+      [&m, raw](std::unique_ptr<Chunk> c) {
+        m.worker.run(*c);
+        raw->merger->process(*c);
+        c->release_mapping();
+        m.spare = std::move(c);
+      },
+      [&m] { return m.fresh(); });
+  raw->chunker->number_from(index);
+  raw->info = io::SourceInfo{name, 0, "plain"};
+  m.sources.push_back(std::move(src));
+  raw->chunker->begin(raw->info);
+  return index;
+}
+
+void LiveScan::feed(uint32_t source, std::string_view bytes) {
+  Impl::Source& s = *impl_->sources.at(source);
+  if (!s.open || bytes.empty()) return;
+  for (size_t off = 0; off < bytes.size(); off += kLivePiece) {
+    s.chunker->data(bytes.substr(off, kLivePiece));
+    s.chunker->sync();
+    s.merger->flush_settled();
+  }
+  s.fed = true;
+  s.last = bytes.back();
+}
+
+void LiveScan::break_line(uint32_t source) {
+  Impl::Source& s = *impl_->sources.at(source);
+  if (s.open && s.fed && s.last != '\n' && s.last != '\r') feed(source, "\n");
+}
+
+void LiveScan::settle(uint32_t source) {
+  Impl::Source& s = *impl_->sources.at(source);
+  if (!s.open) return;
+  s.chunker->sync();
+  s.merger->settle();
+}
+
+void LiveScan::close(uint32_t source, const Status& status) {
+  Impl& m = *impl_;
+  Impl::Source& s = *m.sources.at(source);
+  if (!s.open) return;
+  // Merger::end adds the source's lines and bytes to the job's: from the closed ones'.
+  m.job.lines = m.closed_lines;
+  m.job.bytes = m.closed_bytes;
+  s.chunker->end(s.info, status);
+  m.closed_lines = m.job.lines;
+  m.closed_bytes = m.job.bytes;
+  s.open = false;
+}
+
+void LiveScan::add_error(Error e) { impl_->job.errors.push_back(std::move(e)); }
+
+bool LiveScan::is_open(uint32_t source) const { return impl_->sources.at(source)->open; }
+
+bool LiveScan::holds_open(uint32_t source) const {
+  const Impl::Source& s = *impl_->sources.at(source);
+  return s.open && s.merger->holds_open();
+}
+
+size_t LiveScan::take_events(std::vector<record::Event>& out) {
+  std::vector<record::Event>& ev = impl_->sink.events;
+  const size_t n = ev.size();
+  if (n == 0) return 0;
+  // In (source, line) order, as scan_job gives them (an earlier source may have been
+  // waiting on an open traceback while a later one went on): the new ones sorted, then
+  // merged after the old ones (linear; equal keys keep their order).
+  const auto before = [](const record::Event& a, const record::Event& b) {
+    return a.source != b.source ? a.source < b.source : a.line < b.line;
+  };
+  std::stable_sort(ev.begin(), ev.end(), before);
+  const size_t old = out.size();
+  out.insert(out.end(), std::make_move_iterator(ev.begin()), std::make_move_iterator(ev.end()));
+  ev.clear();
+  if (old > 0 && before(out[old], out[old - 1]))
+    std::inplace_merge(out.begin(), out.begin() + static_cast<long>(old), out.end(), before);
+  return n;
+}
+
+const JobStats& LiveScan::job() {
+  Impl& m = *impl_;
+  m.job.lines = m.closed_lines;
+  m.job.bytes = m.closed_bytes;
+  for (size_t i = 0; i < m.sources.size(); ++i) {
+    Impl::Source& s = *m.sources[i];
+    if (!s.open) continue;
+    s.merger->live_stats(s.chunker->bytes(), s.chunker->lines());
+    m.job.lines += s.chunker->lines();
+    m.job.bytes += s.chunker->bytes();
+  }
+  return m.job;
+}
+
+uint64_t LiveScan::lines() const {
+  uint64_t n = impl_->closed_lines;
+  for (const auto& s : impl_->sources)
+    if (s->open) n += s->chunker->lines();
+  return n;
+}
+
+uint64_t LiveScan::bytes() const {
+  uint64_t n = impl_->closed_bytes;
+  for (const auto& s : impl_->sources)
+    if (s->open) n += s->chunker->bytes();
+  return n;
 }
 
 }  // namespace ff::scan

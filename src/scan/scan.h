@@ -149,4 +149,59 @@ JobStats scan_feed(const Engine& engine, io::StreamFeed& feed, EventSink& sink, 
 JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
                    const ScanOptions& options = {});
 
+// Sources that grow while they are scanned (`firstfault watch`, `firstfault run`): each
+// source's bytes are fed as they arrive, split anywhere, and go through the same framing,
+// cleaning, matching, joining and series as scan_job, on the calling thread; nothing is
+// read twice. A source's events come out in line order as soon as nothing open on its
+// streams (a traceback being joined, a launcher summary, a "raised:" wrapper) can still
+// change them, or at settle() / close(). A line still being written (no newline yet)
+// waits for its end. job() is the job as far as it has been read: every source's bytes
+// and lines so far, the series, the last time seen.
+//
+//   scan::LiveScan live(engine);
+//   uint32_t s = live.open("train.log");
+//   live.feed(s, new_bytes);           // again and again
+//   live.take_events(events);          // what came out
+//   live.close(s, Status::Ok());
+//
+// Thread-safety: one thread at a time. Memory: as scan_job's (events capped per pattern
+// and source, series bounded), plus the lines of one source's open chunk.
+class LiveScan {
+ public:
+  explicit LiveScan(const Engine& engine, const ScanOptions& options = {});
+  ~LiveScan();
+  LiveScan(const LiveScan&) = delete;
+  LiveScan& operator=(const LiveScan&) = delete;
+
+  // A new source, known by `name` (its index in job().sources and in its events).
+  uint32_t open(const std::string& name);
+  // The source's next bytes.
+  void feed(uint32_t source, std::string_view bytes);
+  // The source was cut (truncated or rotated): a line begun before the cut ends there.
+  void break_line(uint32_t source);
+  // The source went quiet: what is open on its streams is closed, as at its end (a
+  // traceback that is the last thing a crashed rank wrote), and its events come out.
+  // Later bytes continue the source (its line numbers go on).
+  void settle(uint32_t source);
+  // The source ends (status: why it could not be read to its end, if so).
+  void close(uint32_t source, const Status& status = Status::Ok());
+  // An input that could not be read (in job().errors: the verdict is then never healthy).
+  void add_error(Error e);
+  bool is_open(uint32_t source) const;
+  // Events of the source wait on something open (a traceback being joined).
+  bool holds_open(uint32_t source) const;
+  // Appends the events that came out since the last call (in line order per source) and
+  // returns how many.
+  size_t take_events(std::vector<record::Event>& out);
+  // The job as read so far (bytes and lines of open sources up to date).
+  const JobStats& job();
+  // Lines and bytes read so far over all sources.
+  uint64_t lines() const;
+  uint64_t bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace ff::scan
