@@ -1006,7 +1006,7 @@ fix: [do this]
 verify: run it again
 references: [{url: 'https://example.org'}]
 patterns:
-  - {id: p, role: root, literal: 'MARKER'}
+  - {id: p, role: root, literal: 'MARKER', source_note: a test fixture}
 examples: ['MARKER at step 3']
 )";
 

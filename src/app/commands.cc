@@ -366,6 +366,8 @@ int run_kb_check(const Options& opt) {
   std::string cats;
   for (const auto& c : kb::categories()) cats += fmt::format(" {}={}", c, per_cat[c]);
   fmt::print("categories:{}\n", cats);
+  fmt::print("provenance: {} of {} patterns name their upstream source, {} carry a source_note\n", rep.sourced,
+             rep.patterns, rep.noted);
   return errors == 0 ? 0 : 1;
 }
 
@@ -484,8 +486,11 @@ int run_explain(const Options& opt) {
     for (const auto& p : e->prevention) out += fmt::format("  - {}\n", tn(p));
   }
   out += fmt::format("\nPatterns\n");
-  for (const auto& p : e->patterns)
+  for (const auto& p : e->patterns) {
     out += fmt::format("  [{}] {}\n", kb::role_name(p.role), t1(p.literal.empty() ? p.regex : p.literal));
+    for (const auto& src : p.sources)
+      out += fmt::format("      source: {}{}\n", t1(site::source_label(src)), t1(site::source_versions(src)));
+  }
   if (!e->references.empty()) {
     out += fmt::format("\nReferences\n");
     for (const auto& r : e->references) out += fmt::format("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");

@@ -44,6 +44,13 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) 
   std::string clean;
   for (const auto& e : kb.entries) {
     rep.patterns += e.patterns.size();
+    for (const auto& p : e.patterns) {
+      if (!p.sources.empty()) ++rep.sourced;
+      else if (!trim(p.source_note).empty()) ++rep.noted;
+      else
+        rep.problems.push_back(fmt::format("{}:{}: {}: pattern '{}' has neither a source nor a source_note", e.file, p.line,
+                                           e.id, p.id));
+    }
     for (const auto& ex : e.examples) {
       ++rep.examples;
       bool ok = false;

@@ -1,7 +1,8 @@
 // app/kb_check.h — the knowledge base's self-test: every example must trigger its own
 // entry and win the most-specific ranking against every other entry (the collision
 // check), captures must equal the expected values, negatives must not match, and every
-// prefix format sample must parse. Shared by `firstfault kb check` and the tests.
+// prefix format sample must parse, and every pattern names its upstream source (or says
+// in a source_note why not). Shared by `firstfault kb check` and the tests.
 #pragma once
 
 #include <memory>
@@ -38,6 +39,8 @@ void quote_suggested_commands(analyze::Diagnosis& d);
 
 struct KbCheckReport {
   size_t patterns = 0;
+  size_t sourced = 0;        // patterns with an upstream `source:`
+  size_t noted = 0;          // patterns with only a `source_note:` (not checked upstream)
   size_t examples = 0;
   std::vector<std::string> problems;  // "file:line: entry: what is wrong"
 };

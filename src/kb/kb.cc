@@ -138,6 +138,58 @@ std::string check_regex(const std::string& rx) {
   return {};
 }
 
+// A pattern's `source:` (one mapping or a list of them) and `source_note:`. A source names
+// a repository (owner/name) with the tag or commit that was read and the path there, or a
+// documentation `url`; `line` is a positive number.
+void parse_sources(FileChecker& c, const YAML::Node& p, const std::string& field, Pattern& pat) {
+  pat.source_note = c.str(p, "source_note", false);
+  YAML::Node src = p["source"];
+  if (!src || src.IsNull()) return;
+  std::vector<YAML::Node> items;
+  if (src.IsMap()) items.push_back(src);
+  else if (src.IsSequence())
+    for (size_t i = 0; i < src.size(); ++i) items.push_back(src[i]);
+  else {
+    c.fail(src, field + ".source", "must be a mapping {repo, ref, path, line} or {url}, or a list of them");
+    return;
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const YAML::Node& n = items[i];
+    std::string at = field + ".source" + (src.IsSequence() ? "[" + std::to_string(i) + "]" : "");
+    if (!n.IsMap()) {
+      c.fail(n, at, "must be a mapping {repo, ref, path, line} or {url}");
+      continue;
+    }
+    Source s;
+    s.repo = c.str(n, "repo", false);
+    s.ref = c.str(n, "ref", false);
+    s.path = c.str(n, "path", false);
+    s.url = c.str(n, "url", false);
+    s.since = c.str(n, "since", false);
+    s.until = c.str(n, "until", false);
+    if (n["line"]) {
+      try {
+        s.line = n["line"].as<int>();
+      } catch (const YAML::Exception&) {
+        s.line = -1;
+      }
+      if (s.line <= 0) c.fail(n["line"], at + ".line", "must be a positive line number");
+    }
+    if (s.url.empty() && (s.repo.empty() || s.path.empty() || s.ref.empty()))
+      c.fail(n, at, "needs repo, ref (the tag or commit read) and path, or a url");
+    if (!s.repo.empty() && std::count(s.repo.begin(), s.repo.end(), '/') != 1)
+      c.fail(n["repo"], at + ".repo", "must be owner/name");
+    if (!s.url.empty() && s.url.rfind("https://", 0) != 0) c.fail(n["url"], at + ".url", "must be an https:// URL");
+    for (const auto& kv : n) {
+      static const char* kKeys[] = {"repo", "ref", "path", "line", "url", "since", "until"};
+      std::string k = kv.first.as<std::string>();
+      if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
+        c.fail(kv.second, at + "." + k, "unknown field (repo, ref, path, line, url, since, until)");
+    }
+    pat.sources.push_back(std::move(s));
+  }
+}
+
 Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok,
                   bool trusted) {
   FileChecker c{path, errors};
@@ -249,6 +301,7 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
           c.fail(p["priority"], field + ".priority", "must be an integer");
         }
       }
+      parse_sources(c, p, field, pat);
       if (!pat.regex.empty() && !trusted) {
         std::string why = check_regex(pat.regex);
         if (!why.empty()) c.fail(p[has_rx ? "regex" : "literal"], field + (has_rx ? ".regex" : ".literal"), why);
@@ -509,15 +562,18 @@ namespace {
 
 constexpr const char* kCacheMagic = "ffkb";
 // 6: checksums of the two sections after the key; 7: precedence, teardown exceptions,
-// total_of and the completion role; 8: library_frames.
-constexpr const char* kCacheVersion = "kbcache-8";
+// total_of and the completion role; 8: library_frames; 9: a pattern's sources and source_note.
+constexpr const char* kCacheVersion = "kbcache-9";
 
 // One field list per type serves both directions, so the writer and the reader cannot
 // disagree on the layout.
 template <typename T, typename U>
 concept Is = std::is_same_v<std::remove_const_t<T>, U>;
 
-void fields(auto& io, Is<Pattern> auto& p) { io(p.id, p.role, p.regex, p.literal, p.priority, p.precedence, p.line); }
+void fields(auto& io, Is<Source> auto& s) { io(s.repo, s.ref, s.path, s.line, s.url, s.since, s.until); }
+void fields(auto& io, Is<Pattern> auto& p) {
+  io(p.id, p.role, p.regex, p.literal, p.priority, p.precedence, p.line, p.sources, p.source_note);
+}
 void fields(auto& io, Is<Example> auto& x) { io(x.text, x.captures, x.line); }
 void fields(auto& io, Is<Symptom> auto& s) { io(s.symptom, s.why); }
 void fields(auto& io, Is<Reference> auto& r) { io(r.url, r.note); }

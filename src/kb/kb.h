@@ -43,6 +43,21 @@ const char* precedence_name(Precedence p);
 const std::vector<std::string>& categories();
 const std::vector<std::string>& phases();
 
+// Where a pattern's text is produced upstream (`source:` of a pattern, kb/README.md): a
+// repository with a commit or release tag, the path and line there, or a documentation
+// page; and the versions that print this wording when it changed (`since`, `until`).
+struct Source {
+  std::string repo;        // "NVIDIA/nccl"
+  std::string ref;         // the tag or commit that was read ("v2.18.3-1")
+  std::string path;        // "src/misc/shmutils.cc"
+  int line = 0;            // 0: not given
+  std::string url;         // a documentation page (instead of repo and path)
+  std::string since;       // first version that prints this wording, when known
+  std::string until;       // last version that prints it, when it changed later
+
+  bool operator==(const Source&) const = default;
+};
+
 struct Pattern {
   std::string id;          // unique inside its entry
   Role role = Role::kRoot;
@@ -51,6 +66,10 @@ struct Pattern {
   int priority = 0;        // breaks ties between entries matching one line
   Precedence precedence = Precedence::kRoot;
   int line = 0;            // line in the YAML file, for messages
+  // Provenance: where upstream prints this text, or (source_note) why that is not given,
+  // e.g. "not yet checked against upstream". `kb check` wants one of the two.
+  std::vector<Source> sources;
+  std::string source_note;
 
   bool operator==(const Pattern&) const = default;
 };

@@ -135,6 +135,29 @@ TEST(KbLoad, PatternMatchingEverythingIsRejected) {
   EXPECT_NE(r.errors[0].message.find("empty string"), std::string::npos);
 }
 
+TEST(KbLoad, PatternSourcesAreParsedAndChecked) {
+  auto with = [](const std::string& source) {
+    std::string s = kGood;
+    s.replace(s.find("literal: 'CUDA error: out of memory'}"), 37, "literal: 'CUDA error: out of memory', source: " + source + "}");
+    return load({{"x.yaml", s}});
+  };
+  LoadResult ok = with("[{repo: NVIDIA/nccl, ref: v2.18.3-1, path: src/misc/shmutils.cc, line: 71, until: '2.22'}, "
+                       "{url: 'https://docs.nvidia.com/deploy/xid-errors/'}]");
+  EXPECT_TRUE(ok.errors.empty());
+  ASSERT_EQ(ok.kb.entries.size(), 1u);
+  ASSERT_EQ(ok.kb.entries[0].patterns[0].sources.size(), 2u);
+  EXPECT_EQ(ok.kb.entries[0].patterns[0].sources[0].until, "2.22");
+  EXPECT_EQ(ok.kb.entries[0].patterns[0].sources[1].url, "https://docs.nvidia.com/deploy/xid-errors/");
+  for (const char* bad : {"{repo: NVIDIA/nccl, path: src/init.cc}",       // no ref
+                          "{repo: nccl, ref: v1, path: src/init.cc}",      // not owner/name
+                          "{repo: NVIDIA/nccl, ref: v1, path: a, line: 0}",
+                          "{url: 'http://example.org'}", "{file: x}", "'NVIDIA/nccl'"}) {
+    LoadResult r = with(bad);
+    EXPECT_FALSE(r.errors.empty()) << bad;
+    EXPECT_TRUE(r.kb.entries.empty()) << bad;
+  }
+}
+
 // ---- the parsed-KB cache
 
 // A fresh directory for one test's cache, removed at the end.
@@ -177,6 +200,9 @@ related: [other.entry]
 code_examples: {python: 'x = 1'}
 negatives: ['CUDA error: out of range']
 )";
+  rich.replace(rich.find("{id: p1, role: root, literal: 'CUDA error: out of memory'}"), 58,
+               "{id: p1, role: root, literal: 'CUDA error: out of memory', source: {repo: pytorch/pytorch, ref: v2.5.1, "
+               "path: c10/cuda/CUDAException.cpp, line: 30, since: '1.0'}, source_note: n}");
   rich.replace(rich.find("examples: ['RuntimeError: CUDA error: out of memory']"), 53,
                "examples: [{text: 'RuntimeError: CUDA error: out of memory', captures: {a: b}}]");
   std::string bad = kGood;
@@ -225,6 +251,9 @@ TEST(KbCache, RoundTripsEveryFieldAndTheErrors) {
   ASSERT_EQ(e->examples.size(), 1u);
   EXPECT_EQ(e->examples[0].captures.at("a"), "b");
   EXPECT_EQ(e->code_examples.at("python"), "x = 1");
+  ASSERT_EQ(e->patterns[0].sources.size(), 1u);
+  EXPECT_EQ(e->patterns[0].sources[0].line, 30);
+  EXPECT_EQ(e->patterns[0].sources[0].since, "1.0");
   ASSERT_EQ(parsed.kb.metric_specs.size(), 1u);
   EXPECT_EQ(parsed.kb.metric_specs[0].units[0].scale, 0.001);
   EXPECT_EQ(parsed.kb.exception_default_category, "hang");

@@ -445,6 +445,12 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
       std::string what = p.literal.empty() ? "<code class=\"rx\">" + esc(p.regex) + "</code>"
                                            : "<code class=\"lit\">" + esc(p.literal) + "</code> <span class=\"note\">(literal)</span>";
       std::string prio = p.priority ? fmt::format(" <span class=\"note\">priority {}</span>", p.priority) : "";
+      // Provenance: where upstream prints the text (a link to the file and line at the
+      // commit or tag that was read), or the note saying it was not checked.
+      for (const auto& src : p.sources)
+        what += "<div class=\"note source\">printed by <a href=\"" + esc(source_href(src)) + "\">" + esc(source_label(src)) +
+                "</a>" + esc(source_versions(src)) + "</div>";
+      if (p.sources.empty() && !p.source_note.empty()) what += "<div class=\"note source\">" + inline_text(p.source_note) + "</div>";
       c += fmt::format("<tr><td><code>{}</code></td><td><span class=\"role role-{}\">{}</span>{}</td><td>{}</td></tr>\n",
                        esc(p.id), kb::role_name(p.role), kb::role_name(p.role), prio, what);
     }
@@ -640,6 +646,21 @@ Status write_file(const fs::path& path, std::string_view content, SiteStats& sta
 }  // namespace
 
 std::string html_escape(std::string_view text) { return escape_html(text); }
+
+std::string source_label(const kb::Source& src) {
+  if (!src.url.empty()) return src.url;
+  return src.repo + " " + src.path + (src.line > 0 ? ":" + std::to_string(src.line) : "") + " @ " + src.ref;
+}
+
+std::string source_versions(const kb::Source& src) {
+  return (src.since.empty() ? "" : ", since " + src.since) + (src.until.empty() ? "" : ", until " + src.until);
+}
+
+std::string source_href(const kb::Source& src) {
+  if (!src.url.empty()) return src.url;
+  return "https://github.com/" + src.repo + "/blob/" + src.ref + "/" + src.path +
+         (src.line > 0 ? "#L" + std::to_string(src.line) : "");
+}
 
 std::string slug(std::string_view name) {
   std::string out;

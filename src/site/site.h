@@ -70,4 +70,11 @@ std::string html_escape(std::string_view text);
 // become '-', no leading or trailing '.' or '-'; never empty.
 std::string slug(std::string_view name);
 
+// A pattern's source as a reader sees it: "NVIDIA/nccl src/os/linux.cc:806 @ v2.23.4-1"
+// (or the page's URL), with ", since X" / ", until Y"; and where it links to (the file and
+// line on GitHub at the commit or tag that was read, or the page).
+std::string source_label(const kb::Source& source);
+std::string source_versions(const kb::Source& source);
+std::string source_href(const kb::Source& source);
+
 }  // namespace ff::site

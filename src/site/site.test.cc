@@ -179,6 +179,45 @@ TEST(Site, KbTextIsHtmlEscaped) {
   EXPECT_TRUE(fs::exists(dir.path / "frameworks" / "b-fw-b.html"));
 }
 
+// A pattern's provenance is on its page: a link to the file and line at the commit read,
+// or the note that says it was not checked.
+TEST(Site, PatternSourcesAndNotesAreShown) {
+  const char* yaml = R"(id: test.sourced
+title: Sourced
+category: gpu-memory
+severity: fatal
+phase: forward
+frameworks: [nccl]
+summary: s
+mechanism: m
+affected: [any]
+confirm: [c]
+root_cause: r
+fix: [f]
+verify: v
+references: [{url: 'https://example.org', note: n}]
+patterns:
+  - id: p1
+    role: root
+    literal: 'Failed to CUDA malloc'
+    source: {repo: NVIDIA/nccl, ref: v2.21.5-1, path: src/include/alloc.h, line: 462, since: '2.12'}
+  - id: p2
+    role: root
+    literal: 'some other text here'
+    source_note: not yet checked against upstream
+examples: ['NCCL WARN Failed to CUDA malloc 100 bytes']
+)";
+  kb::LoadResult r = kb::load({{"x/sourced.yaml", yaml}});
+  for (const auto& e : r.errors) ADD_FAILURE() << e.to_string();
+  TempDir dir("sources");
+  auto stats = generate(r.kb, dir.path.string(), {"gen"});
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  std::string page = read(dir.path / "entries" / "test.sourced.html");
+  EXPECT_NE(page.find("href=\"https://github.com/NVIDIA/nccl/blob/v2.21.5-1/src/include/alloc.h#L462\""), std::string::npos);
+  EXPECT_NE(page.find("NVIDIA/nccl src/include/alloc.h:462 @ v2.21.5-1</a>, since 2.12"), std::string::npos);
+  EXPECT_NE(page.find("not yet checked against upstream"), std::string::npos);
+}
+
 TEST(JsRegex, ConvertsRe2Syntax) {
   auto r = to_js_regex(R"(CUDA out of memory\. Tried to allocate (?P<size>[0-9.]+ ?[KMGT]i?B))");
   ASSERT_TRUE(r.ok());
