@@ -27,6 +27,7 @@
 #include "base/strings.h"
 #include "kb/kb.h"
 #include "record/record.h"
+#include "report/editor.h"
 #include "report/report.h"
 #include "scan/scan.h"
 #include "site/search_index.h"
@@ -123,6 +124,39 @@ std::string write_output_file(const std::string& path, std::string_view bytes) {
   return err == 0 ? std::string() : std::strerror(err);
 }
 
+namespace {
+
+// What diagnose_job and diagnose_text do once the inputs are scanned.
+analyze::Diagnosis analyze_scanned(const Loaded& loaded, const std::vector<record::Event>& events,
+                                   const scan::JobStats& stats, const std::vector<std::string>& inputs) {
+  analyze::JobNumbers numbers;
+  numbers.series = &stats.series;
+  numbers.aliases = &loaded.engine->metric_aliases();
+  numbers.last_time_us = stats.last_time_us;
+  numbers.last_time_clock = stats.last_time_clock;
+  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
+  analyze::Diagnosis d = analyze::diagnose(events, summarize_sources(stats), *loaded.kb, numbers);
+  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
+  add_rerun_check(d, inputs);
+  return d;
+}
+
+}  // namespace
+
+std::optional<analyze::Diagnosis> diagnose_text(const Loaded& loaded, const std::string& name, std::string_view text,
+                                                const std::atomic<bool>* cancel) {
+  const auto t0 = std::chrono::steady_clock::now();
+  scan::CollectSink sink;
+  scan::ScanOptions so;
+  so.cancel = cancel;
+  scan::JobStats stats = scan::scan_text(*loaded.engine, name, text, sink, so);
+  if (cancel && cancel->load()) return std::nullopt;
+  analyze::Diagnosis d = analyze_scanned(loaded, sink.events, stats, {name});
+  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return d;
+}
+
 int diagnose_job(const Options& opt, DiagnosedJob& job) {
   auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
@@ -136,17 +170,8 @@ int diagnose_job(const Options& opt, DiagnosedJob& job) {
   std::optional<redact::Redactor>& redactor = job.redactor;
   if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
   for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  analyze::JobNumbers numbers;
-  numbers.series = &stats.series;
-  numbers.aliases = &loaded->engine->metric_aliases();
-  numbers.last_time_us = stats.last_time_us;
-  numbers.last_time_clock = stats.last_time_clock;
-  for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
   analyze::Diagnosis& d = job.d;
-  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded->kb, numbers);
-  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
-  quote_suggested_commands(d);
-  add_rerun_check(d, opt.inputs);
+  d = analyze_scanned(*loaded, sink.events, stats, opt.inputs);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (redactor) redact_diagnosis(d, *redactor);
   job.nothing_read = stats.sources.empty();
@@ -180,6 +205,17 @@ int run_diagnose(const Options& opt) {
       ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
     }
     rendered = report::render_html(d, ho);
+  } else if (opt.format == "vimgrep") {
+    rendered = report::render_vimgrep(d);
+  } else if (opt.format == "sarif") {
+    report::SarifOptions so;
+    so.version = FF_VERSION;
+    if (!opt.site_url.empty()) {
+      std::string base = opt.site_url;
+      if (base.back() != '/') base += '/';
+      so.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+    }
+    rendered = report::render_sarif(d, so);
   } else if (opt.format == "markdown" || opt.format == "md") {
     report::MarkdownOptions mo;
     mo.generator = "firstfault " FF_VERSION;

@@ -1,6 +1,7 @@
 // app/commands.h — one function per subcommand; each returns the process exit code.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,6 +54,12 @@ int diagnose_job(const Options& opt, DiagnosedJob& job);
 std::string write_output_file(const std::string& path, std::string_view bytes);
 
 int run_diagnose(const Options& opt);
+// The diagnosis of an in-memory text as one source named `name` (the language server's
+// buffers, app/lsp.cc), made as diagnose_job makes it; nullopt when *cancel was set
+// meanwhile (the scan stops at its next chunk). `loaded` comes from load_everything.
+struct Loaded;
+std::optional<analyze::Diagnosis> diagnose_text(const Loaded& loaded, const std::string& name, std::string_view text,
+                                                const std::atomic<bool>* cancel = nullptr);
 // `firstfault bundle JOB... -o evidence.tar.gz` (bundle.cc).
 int run_bundle(const Options& opt);
 // `firstfault rules`: the reasoning rules of analyze, in the order they apply.

@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/perf.h"
 #include "app/compare.h"
+#include "app/lsp.h"
 #include "app/shell.h"
 #include "base/cache.h"
 #include "base/escape.h"
@@ -136,8 +137,10 @@ int main(int argc, char** argv) {
                    "inputs are one job.");
   diag->add_option("--format,-f", opt.format,
                    "Output format: text (the terminal), json (docs/json-output.md), html (one self-contained page: "
-                   "timeline, plots; open it in a browser) or markdown (for a GitHub issue or a chat; md for short)")
-      ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
+                   "timeline, plots; open it in a browser), markdown (for a GitHub issue or a chat; md for short), vimgrep "
+                   "(file:line:col: severity: message lines for an editor's quickfix list) or sarif (SARIF 2.1.0 for "
+                   "code-scanning tools)")
+      ->check(CLI::IsMember({"text", "json", "html", "markdown", "md", "vimgrep", "sarif"}));
   diag->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
   diag->add_option("--site-url", opt.site_url,
                    "Where the encyclopedia (`firstfault site DIR`) is, as a path or URL: the html report links the "
@@ -244,6 +247,11 @@ int main(int argc, char** argv) {
                  "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
                  "the rerun stops before the original's failing step, or was not fully read.");
 
+  auto* lsp = app.add_subcommand(
+      "lsp", "Language server (LSP over stdio) for editors: diagnostics, hover and code actions on open log files");
+  lsp->footer("Exit codes: 0 after the client's shutdown and exit, 1 when the input ended without them, 2 could not "
+              "start (unreadable knowledge base).");
+
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
@@ -302,6 +310,7 @@ int main(int argc, char** argv) {
     }
     if (verify->parsed()) return ff::app::run_verify(opt);
     if (bundle->parsed()) return ff::app::run_bundle(opt);
+    if (lsp->parsed()) return ff::app::run_lsp(opt);
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };

@@ -1372,6 +1372,10 @@ JobStats scan_text(const Engine& engine, std::string_view name, std::string_view
   chunker.begin(info);
   // Pieces of at most chunk_bytes, copied into chunks (the text is not io's to read).
   for (size_t off = 0; off < text.size(); off += options.chunk_bytes) {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+      chunker.end(info, Status(make_error(ErrorCode::kInternal, "cancelled")));
+      return job;
+    }
     chunker.data(text.substr(off, std::max<size_t>(options.chunk_bytes, 1)));
   }
   chunker.end(info, Status::Ok());

@@ -18,6 +18,7 @@
 // job is still scanned; content never aborts a scan.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -121,6 +122,9 @@ struct ScanOptions {
   // Called from the reading thread as bytes arrive: the decompressed bytes read so far
   // over all sources (for a progress bar). Optional.
   std::function<void(uint64_t bytes)> progress;
+  // scan_text only: set (by another thread) to stop at the next chunk; the scan then ends
+  // with an input error "cancelled" (the language server's superseded diagnoses). Optional.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct JobStats {
