@@ -39,13 +39,12 @@ namespace lsp {
 
 namespace {
 
-// The length of the UTF-8 sequence starting with byte c, or 1 for a byte that starts none.
-size_t utf8_len(unsigned char c) {
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) return 2;
-  if ((c & 0xF0) == 0xE0) return 3;
-  if ((c & 0xF8) == 0xF0) return 4;
-  return 1;
+// The length of the UTF-8 sequence at s[i], or 1 for a byte that starts none or a
+// sequence cut by the end (the bytes count one each).
+size_t utf8_len(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+  return len <= s.size() - i ? len : 1;
 }
 
 // Where line `line` starts (text.size() past the last line).
@@ -73,7 +72,7 @@ std::string_view line_at(std::string_view text, size_t line) {
 size_t utf16_length(std::string_view s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
-    const size_t len = std::min(utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
+    const size_t len = utf8_len(s, i);
     n += len == 4 ? 2 : 1;
     i += len;
   }
@@ -83,14 +82,15 @@ size_t utf16_length(std::string_view s) {
 size_t byte_offset(std::string_view text, size_t line, size_t utf16_character) {
   size_t at = line_start(text, line);
   size_t units = 0;
-  while (at < text.size() && text[at] != '\n' && units < utf16_character) {
-    const size_t len = std::min(utf8_len(static_cast<unsigned char>(text[at])), text.size() - at);
+  // The line ends before "\n" or "\r\n"; a position inside a surrogate pair rounds up.
+  auto at_end = [&] {
+    return text[at] == '\n' || (text[at] == '\r' && at + 1 < text.size() && text[at + 1] == '\n');
+  };
+  while (at < text.size() && !at_end() && units < utf16_character) {
+    const size_t len = utf8_len(text, at);
     units += len == 4 ? 2 : 1;
     at += len;
   }
-  // "\r\n": a position never splits the pair.
-  if (at < text.size() && text[at] == '\r' && at + 1 < text.size() && text[at + 1] == '\n' && units < utf16_character)
-    ++at;
   return at;
 }
 
@@ -446,17 +446,24 @@ class Server {
       docs_.erase(uri);
       pending_.erase(uri);
       if (running_uri_ == uri && running_cancel_) running_cancel_->store(true);
-      for (auto it = parked_.begin(); it != parked_.end();) {
-        if (it->uri == uri) {
-          orphans.push_back(std::move(*it));
-          it = parked_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      orphans = take_parked(uri);
     }
     for (const auto& p : orphans) respond(p.id, nullptr);
     notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
+  }
+
+  // Called with mu_ held: the requests parked on uri, taken out.
+  std::vector<Parked> take_parked(const std::string& uri) {
+    std::vector<Parked> out;
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (it->uri == uri) {
+        out.push_back(std::move(*it));
+        it = parked_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
   }
 
   // Called with mu_ held: diagnose uri at `when`; a diagnosis of it in flight is stale.
@@ -501,15 +508,7 @@ class Server {
       doc->second.diagnosed = generation;
       const json diagnostics = diagnostics_of(doc->second);
       const int version = doc->second.version;
-      std::vector<Parked> ready;
-      for (auto it = parked_.begin(); it != parked_.end();) {
-        if (it->uri == uri) {
-          ready.push_back(std::move(*it));
-          it = parked_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      const std::vector<Parked> ready = take_parked(uri);
       const Document snapshot = doc->second;
       lock.unlock();
       notify("textDocument/publishDiagnostics", {{"uri", uri}, {"version", version}, {"diagnostics", diagnostics}});
