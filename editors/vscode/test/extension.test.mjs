@@ -39,7 +39,7 @@ function cli(text) {
 let vs, state, events, clients, ext;
 beforeEach(() => {
   if (!compiled) return;
-  ({ vscode: vs, state, events } = fake.create({ 'firstfault.path': binary, 'firstfault.args': ['--no-cache'] }));
+  ({ vscode: vs, state, events } = fake.create({ 'firstfault.path': binary, 'firstfault.args': [] }));
   clients = [];
   class LanguageClient {
     constructor(id, name, serverOptions, clientOptions) {
@@ -76,7 +76,7 @@ test('the manifest: activation on logs and scheduler outputs, the two commands, 
 
 test('activate starts `firstfault ARGS lsp` on log files and *.out / *.err', { skip }, () => {
   assert.equal(clients.length, 1);
-  assert.deepEqual(clients[0].serverOptions, { command: binary, args: ['--no-cache', 'lsp'] });
+  assert.deepEqual(clients[0].serverOptions, { command: binary, args: ['lsp'] });
   const sel = clients[0].clientOptions.documentSelector;
   assert.ok(sel.some((s) => s.language === 'log' && s.scheme === 'file'));
   assert.ok(sel.some((s) => s.pattern === '**/*.{out,err}'));
@@ -209,5 +209,6 @@ test('run.ts: the webview CSP goes first and scripts go; the tail keeps the end;
   const t = new run.Tail(10);
   for (const s of ['aaaa', 'bbbb', 'cccc', 'dd']) t.push(s);
   assert.equal(t.text(), 'bbbbccccdd');
+  assert.deepEqual(run.argv({ path: 'ff', args: ['--kb', 'my-kb'] }, ['diagnose', '-']), ['--kb', 'my-kb', 'diagnose', '-']);
   assert.equal(run.stripTerminalMarks('\x1b]633;A\x07$ ls\x1b]633;E;ls\x1b\\\r\nx'), '$ ls\r\nx');
 });
