@@ -111,6 +111,7 @@ test('open a real log: the decisive line is an Error, collateral Information, th
   if (expected.label) assert.ok(lines[err.range.start.line].includes(expected.label.decisive), lines[err.range.start.line]);
   assert.equal(err.range.end.character, lines[expected.line].length, 'the whole line (ASCII: UTF-16 = bytes)');
   const infos = p.diagnostics.filter((d) => d.severity === 3);
+  expected.collateral = infos;
   assert.ok(infos.length >= 1, 'collateral (the other ranks, the launcher)');
   for (const i of infos) {
     assert.equal(i.relatedInformation[0].location.uri, uri);
@@ -130,6 +131,11 @@ test('hover on the decisive line: quick answer, fix, verify command', { skip }, 
   assert.ok(h.contents.value.includes('**Fix**'));
   assert.ok(h.contents.value.includes('**Verify**'));
   assert.ok(h.contents.value.includes(expected.verifyFirstLine), h.contents.value);
+  // A collateral line: its own entry (the one the diagnostic names), not the primary.
+  const c = expected.collateral[0];
+  const ch = await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: c.range.start.line, character: 0 } });
+  assert.ok(ch.contents.value.includes(`\`${c.code}\``), ch.contents.value);
+  assert.ok(!ch.contents.value.includes('The first failure of this log'));
   const none = await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 1, character: 0 } });
   assert.equal(none, null, 'a line no entry recognises has no hover');
 });
