@@ -1,6 +1,10 @@
 // End-to-end tests: the firstfault binary on real logs (tests/data, written by real
 // PyTorch runs) and on hostile inputs generated from them at test time.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <csignal>
 
 #include <sys/wait.h>
@@ -433,3 +437,28 @@ TEST_F(E2EDidYouMean, EachSubcommandsHelpSpeaksOfThatSubcommand) {
 }
 
 }  // namespace
+
+// `firstfault serve` refuses what would expose logs or cannot work, before it listens.
+TEST_F(E2E, ServeRefusesARemoteAddressWithoutConsentAndAPortInUse) {
+  Outcome remote = run("serve --bind 0.0.0.0 --port 0");
+  if (remote.err.find("no web server") != std::string::npos) GTEST_SKIP() << "a build without cpp-httplib";
+  EXPECT_EQ(remote.rc, 2);
+  EXPECT_NE(remote.err.find("--allow-remote"), std::string::npos) << remote.err;
+  EXPECT_NE(remote.err.find("private"), std::string::npos) << remote.err;
+  EXPECT_EQ(remote.out, "");  // never listened, so no URL
+  // A port already taken: said, with the way out.
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(s, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  Outcome taken = run("serve --port " + std::to_string(ntohs(a.sin_port)));
+  ::close(s);
+  EXPECT_EQ(taken.rc, 2);
+  EXPECT_NE(taken.err.find("cannot listen"), std::string::npos) << taken.err;
+  EXPECT_NE(taken.err.find("--port 0"), std::string::npos) << taken.err;
+}

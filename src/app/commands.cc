@@ -124,58 +124,82 @@ std::string write_output_file(const std::string& path, std::string_view bytes) {
   return err == 0 ? std::string() : std::strerror(err);
 }
 
-namespace {
-
-// What diagnose_job and diagnose_text do once the inputs are scanned.
-analyze::Diagnosis analyze_scanned(const Loaded& loaded, const std::vector<record::Event>& events,
-                                   const scan::JobStats& stats, const std::vector<std::string>& inputs) {
+bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
+                     const std::vector<std::string>& names, DiagnosedJob& job) {
+  auto t0 = std::chrono::steady_clock::now();
+  scan::CollectSink sink;
+  scan::JobStats stats = scan_fn(*loaded.engine, sink);
+  // --redact: the analysis runs on the original text; what is shown is redacted.
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return false;
   analyze::JobNumbers numbers;
   numbers.series = &stats.series;
   numbers.aliases = &loaded.engine->metric_aliases();
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
-  analyze::Diagnosis d = analyze::diagnose(events, summarize_sources(stats), *loaded.kb, numbers);
+  analyze::Diagnosis& d = job.d;
+  d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
-  add_rerun_check(d, inputs);
-  return d;
-}
-
-}  // namespace
-
-std::optional<analyze::Diagnosis> diagnose_text(const Loaded& loaded, const std::string& name, std::string_view text,
-                                                const std::atomic<bool>* cancel) {
-  const auto t0 = std::chrono::steady_clock::now();
-  scan::CollectSink sink;
-  scan::ScanOptions so;
-  so.cancel = cancel;
-  scan::JobStats stats = scan::scan_text(*loaded.engine, name, text, sink, so);
-  if (cancel && cancel->load()) return std::nullopt;
-  analyze::Diagnosis d = analyze_scanned(loaded, sink.events, stats, {name});
+  add_rerun_check(d, names);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return d;
+  if (redactor) redact_diagnosis(d, *redactor);
+  job.nothing_read = stats.sources.empty();
+  job.input_errors = std::move(stats.errors);
+  return true;
 }
 
 int diagnose_job(const Options& opt, DiagnosedJob& job) {
-  auto t0 = std::chrono::steady_clock::now();
   auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
   if (!loaded.ok()) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
-  scan::CollectSink sink;
-  scan::JobStats stats = scan::scan_job(*loaded->engine, opt.inputs, sink, scan_options(opt));
-  // --redact: the analysis runs on the original text; what is shown is redacted.
-  std::optional<redact::Redactor>& redactor = job.redactor;
-  if (opt.redact && !start_redactor(redactor, sink.events, stats.errors)) return 2;
-  for (const auto& e : stats.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  analyze::Diagnosis& d = job.d;
-  d = analyze_scanned(*loaded, sink.events, stats, opt.inputs);
-  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (redactor) redact_diagnosis(d, *redactor);
-  job.nothing_read = stats.sources.empty();
+  const scan::ScanOptions so = scan_options(opt);
+  const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
+    return scan::scan_job(engine, opt.inputs, sink, so);
+  };
+  if (!diagnose_loaded(*loaded, opt, scan_fn, opt.inputs, job)) return 2;
+  for (const auto& e : job.input_errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
   return 0;
+}
+
+// What nothing read gives: no verdict, and why.
+void mark_nothing_read(analyze::Diagnosis& d) {
+  d.verdict = analyze::VerdictKind::kUnknown;
+  d.reasons = {{"input.none-read", "no input could be read", {}}};
+}
+
+std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt) {
+  analyze::Diagnosis& d = job.d;
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (format == "json") return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
+  // --site-url: where an entry's encyclopedia page is, for the html and sarif reports' links.
+  std::function<std::string(const std::string&)> entry_link;
+  if (!opt.site_url.empty()) {
+    std::string base = opt.site_url;
+    if (base.back() != '/') base += '/';
+    entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+  }
+  if (format == "html") {
+    report::HtmlOptions ho;
+    ho.generator = "firstfault " FF_VERSION;
+    ho.entry_link = entry_link;
+    return report::render_html(d, ho);
+  }
+  if (format == "vimgrep") return report::render_vimgrep(d);
+  if (format == "sarif") {
+    report::SarifOptions so;
+    so.version = FF_VERSION;
+    so.entry_link = entry_link;
+    return report::render_sarif(d, so);
+  }
+  report::MarkdownOptions mo;
+  mo.generator = "firstfault " FF_VERSION;
+  std::string out = report::render_markdown(d, mo);
+  if (redactor) out += "\n" + redaction_line(*redactor);
+  return out;
 }
 
 int run_diagnose(const Options& opt) {
@@ -186,41 +210,16 @@ int run_diagnose(const Options& opt) {
   if (job.nothing_read) {
     fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
     if (opt.format == "json") {
-      d.verdict = analyze::VerdictKind::kUnknown;
-      d.reasons = {{"input.none-read", "no input could be read", {}}};
+      mark_nothing_read(d);
       std::cout << report::render_json(d);
     }
     return 2;
   }
   std::string rendered;
   const bool to_file = !opt.output.empty() && opt.output != "-";
-  if (opt.format == "json") {
-    rendered = redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
-  } else if (opt.format == "html") {
-    report::HtmlOptions ho;
-    ho.generator = "firstfault " FF_VERSION;
-    if (!opt.site_url.empty()) {
-      std::string base = opt.site_url;
-      if (base.back() != '/') base += '/';
-      ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
-    }
-    rendered = report::render_html(d, ho);
-  } else if (opt.format == "vimgrep") {
-    rendered = report::render_vimgrep(d);
-  } else if (opt.format == "sarif") {
-    report::SarifOptions so;
-    so.version = FF_VERSION;
-    if (!opt.site_url.empty()) {
-      std::string base = opt.site_url;
-      if (base.back() != '/') base += '/';
-      so.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
-    }
-    rendered = report::render_sarif(d, so);
-  } else if (opt.format == "markdown" || opt.format == "md") {
-    report::MarkdownOptions mo;
-    mo.generator = "firstfault " FF_VERSION;
-    rendered = report::render_markdown(d, mo);
-    if (redactor) rendered += "\n" + redaction_line(*redactor);
+  if (opt.format == "json" || opt.format == "html" || opt.format == "markdown" || opt.format == "md" ||
+      opt.format == "vimgrep" || opt.format == "sarif") {
+    rendered = render_report(job, opt.format == "md" ? "markdown" : opt.format, opt);
   } else {
     report::TextOptions to;
     const char* no_color = std::getenv("NO_COLOR");
@@ -246,6 +245,16 @@ int run_diagnose(const Options& opt) {
   std::cout.flush();
   return analyze::verdict_exit_code(d.verdict);
 }
+
+#ifndef FF_HAVE_SERVE
+int run_serve(const Options&) {
+  fmt::print(stderr,
+             "firstfault: this build has no web server: the portable build links everything statically, and Debian "
+             "ships cpp-httplib only as a shared library. Build from source with libcpp-httplib-dev installed (make "
+             "run), or use firstfault diagnose --format html.\n");
+  return 2;
+}
+#endif
 
 int run_rules(const Options& opt) {
   const auto& rules = analyze::rules();
@@ -491,26 +500,13 @@ struct SearchResult {
   std::vector<std::string> terms;
 };
 
-}  // namespace
-
 // Ranks the entries for a pasted text, as the encyclopedia's search does
 // (src/site/assets/search.js): per line, after cleaning and peeling prefixes, the entry
 // that wins the line by pattern, then the other entries that matched (in KB order), then
 // every other entry by keyword relevance (site::KeywordIndex).
-int run_search(const Options& opt) {
-  std::string text;
-  if (opt.words.size() == 1 && opt.words[0] == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    for (size_t i = 0; i < opt.words.size(); ++i) text += (i ? " " : "") + opt.words[i];
-  }
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
-  const kb::KnowledgeBase& kb = *loaded->kb;
-  const scan::Engine& engine = *loaded->engine;
+std::vector<SearchResult> rank_search(const Loaded& loaded, const site::KeywordIndex& index, std::string_view text) {
+  const kb::KnowledgeBase& kb = *loaded.kb;
+  const scan::Engine& engine = *loaded.engine;
   std::unordered_map<std::string_view, size_t> index_of;
   for (size_t i = 0; i < kb.entries.size(); ++i) index_of.emplace(kb.entries[i].id, i);
 
@@ -554,7 +550,6 @@ int run_search(const Options& opt) {
     r.line = line;
     results.push_back(std::move(r));
   }
-  site::KeywordIndex index(kb);
   for (auto& hit : index.search(messages)) {
     if (!seen.insert(hit.entry).second) continue;
     SearchResult r;
@@ -566,37 +561,71 @@ int run_search(const Options& opt) {
     r.terms = std::move(hit.terms);
     results.push_back(std::move(r));
   }
+  return results;
+}
+
+nlohmann::ordered_json results_json(const kb::KnowledgeBase& kb, std::string_view text,
+                                    const std::vector<SearchResult>& results, size_t total) {
+  nlohmann::ordered_json j;
+  j["query"] = text;
+  j["total"] = total;
+  auto& arr = j["results"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const SearchResult& r = results[i];
+    const kb::Entry& e = kb.entries[r.entry];
+    nlohmann::ordered_json o;
+    o["rank"] = i + 1;
+    o["id"] = e.id;
+    o["title"] = e.title;
+    o["category"] = e.category;
+    o["phase"] = e.phase;
+    o["frameworks"] = e.frameworks;
+    o["match"] = r.match;
+    o["why"] = r.why;
+    if (r.match == "pattern") {
+      o["line"] = r.line;
+      if (!r.pattern.empty()) o["pattern"] = r.pattern;
+      if (!r.captures.empty()) o["captures"] = r.captures;
+    } else {
+      o["score"] = r.score;
+      o["terms"] = r.terms;
+    }
+    arr.push_back(std::move(o));
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json search_json(const Loaded& loaded, const site::KeywordIndex& index, std::string_view text,
+                                   size_t limit) {
+  std::vector<SearchResult> results = rank_search(loaded, index, text);
+  const size_t total = results.size();
+  if (limit > 0 && results.size() > limit) results.resize(limit);
+  return results_json(*loaded.kb, text, results, total);
+}
+
+int run_search(const Options& opt) {
+  std::string text;
+  if (opt.words.size() == 1 && opt.words[0] == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    for (size_t i = 0; i < opt.words.size(); ++i) text += (i ? " " : "") + opt.words[i];
+  }
+  auto loaded = load_everything(opt, false);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
+    return 2;
+  }
+  const kb::KnowledgeBase& kb = *loaded->kb;
+  const site::KeywordIndex index(kb);
+  std::vector<SearchResult> results = rank_search(*loaded, index, text);
   const size_t total = results.size();
   if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
 
   if (opt.format == "json") {
-    nlohmann::ordered_json j;
-    j["query"] = text;
-    j["total"] = total;
-    auto& arr = j["results"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      const SearchResult& r = results[i];
-      const kb::Entry& e = kb.entries[r.entry];
-      nlohmann::ordered_json o;
-      o["rank"] = i + 1;
-      o["id"] = e.id;
-      o["title"] = e.title;
-      o["category"] = e.category;
-      o["phase"] = e.phase;
-      o["frameworks"] = e.frameworks;
-      o["match"] = r.match;
-      o["why"] = r.why;
-      if (r.match == "pattern") {
-        o["line"] = r.line;
-        if (!r.pattern.empty()) o["pattern"] = r.pattern;
-        if (!r.captures.empty()) o["captures"] = r.captures;
-      } else {
-        o["score"] = r.score;
-        o["terms"] = r.terms;
-      }
-      arr.push_back(std::move(o));
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    std::cout << results_json(kb, text, results, total).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
   } else if (results.empty()) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
   } else {

@@ -1,8 +1,9 @@
 // app/commands.h — one function per subcommand; each returns the process exit code.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,8 @@
 
 #include "analyze/diagnosis.h"
 #include "redact/redact.h"
+#include "scan/scan.h"
+#include "site/search_index.h"
 
 namespace ff::app {
 
@@ -39,6 +42,15 @@ struct Options {
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged
   bool redact = false;           // --redact: secrets and identities in log text replaced (app/redaction.h)
+  // serve
+  std::string bind = "127.0.0.1";
+  int port = 8765;
+  bool open_browser = false;     // --open
+  bool allow_remote = false;     // --allow-remote: a --bind address other than loopback
+  uint64_t max_upload = 8ull << 30;
+  unsigned jobs = 0;             // diagnoses at once; 0: one per core (at least 2)
+  unsigned queue = 64;           // diagnoses waiting behind them
+  int read_timeout = 10;         // seconds a client may stay silent
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
@@ -47,19 +59,30 @@ struct DiagnosedJob {
   analyze::Diagnosis d;
   std::optional<redact::Redactor> redactor;
   bool nothing_read = false;  // no input could be read
+  std::vector<Error> input_errors;  // what could not be read (also in the verdict's reasons)
 };
 int diagnose_job(const Options& opt, DiagnosedJob& job);
+
+// The same with the KB and engine already loaded and the reading left to `scan_fn` (named
+// inputs, or an upload's streams in serve); `names` are the inputs as the verify command
+// names them. The input errors are kept in job.input_errors, not printed. False when
+// --redact could not start (said on stderr).
+struct Loaded;
+using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
+bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
+                     const std::vector<std::string>& names, DiagnosedJob& job);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);
 
+// A diagnosed job as `diagnose --format json|html|markdown|vimgrep|sarif` prints it
+// (redacted when the job has a redactor); mark_nothing_read gives the answer for a job of which nothing was read.
+std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt);
+void mark_nothing_read(analyze::Diagnosis& d);
+
 int run_diagnose(const Options& opt);
-// The diagnosis of an in-memory text as one source named `name` (the language server's
-// buffers, app/lsp.cc), made as diagnose_job makes it; nullopt when *cancel was set
-// meanwhile (the scan stops at its next chunk). `loaded` comes from load_everything.
-struct Loaded;
-std::optional<analyze::Diagnosis> diagnose_text(const Loaded& loaded, const std::string& name, std::string_view text,
-                                                const std::atomic<bool>* cancel = nullptr);
+// `firstfault serve` (serve_command.cc; in a build without cpp-httplib, a message).
+int run_serve(const Options& opt);
 // `firstfault bundle JOB... -o evidence.tar.gz` (bundle.cc).
 int run_bundle(const Options& opt);
 // `firstfault rules`: the reasoning rules of analyze, in the order they apply.
@@ -69,6 +92,10 @@ int run_kb_check(const Options& opt);
 int run_kb_list(const Options& opt);
 int run_explain(const Options& opt);
 int run_search(const Options& opt);
+// `search --format json`'s answer for a text ({query, total, results}, at most `limit`
+// results, 0: all), shared with serve's /api/search so that both rank alike.
+nlohmann::ordered_json search_json(const Loaded& loaded, const site::KeywordIndex& index, std::string_view text,
+                                   size_t limit);
 int run_site(const Options& opt);
 
 }  // namespace ff::app

@@ -28,6 +28,7 @@
 #include "base/strings.h"
 #include "record/record.h"
 #include "report/report.h"
+#include "scan/scan.h"
 
 namespace ff::app {
 
@@ -197,6 +198,22 @@ constexpr int kServerNotInitialized = -32002;
 constexpr int kRequestCancelled = -32800;
 
 constexpr auto kDebounce = std::chrono::milliseconds(300);
+
+// The diagnosis of a buffer's text as one source named `name`, made as `diagnose` makes
+// it (diagnose_loaded, no redaction); nullopt when *cancel was set meanwhile (the scan
+// stops at its next chunk).
+std::optional<analyze::Diagnosis> diagnose_text(const Loaded& loaded, const std::string& name, std::string_view text,
+                                                const std::atomic<bool>* cancel) {
+  scan::ScanOptions so;
+  so.cancel = cancel;
+  const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
+    return scan::scan_text(engine, name, text, sink, so);
+  };
+  const Options opt;
+  DiagnosedJob job;
+  if (!diagnose_loaded(loaded, opt, scan_fn, {name}, job) || cancel->load()) return std::nullopt;
+  return std::move(job.d);
+}
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 

@@ -235,6 +235,27 @@ int main(int argc, char** argv) {
                  "unknown), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
                  "written).");
 
+  auto* serve = app.add_subcommand(
+      "serve", "A local web page: paste or drop a log, read the diagnosis, browse the encyclopedia (logs stay on this "
+               "machine)");
+  serve->add_option("--bind", opt.bind, "Address to listen on (default 127.0.0.1; another needs --allow-remote)");
+  serve->add_option("--port,-p", opt.port, "Port (default 8765; 0 picks a free one)")->check(CLI::Range(0, 65535));
+  serve->add_flag("--open", opt.open_browser, "Open the page in the default browser (xdg-open)");
+  serve->add_flag("--allow-remote", opt.allow_remote,
+                  "Allow a --bind address other than loopback: other machines can then send logs and read diagnoses");
+  serve->add_option("--max-upload", opt.max_upload, "Largest upload accepted (default 8G; larger: 413)")
+      ->transform(CLI::AsSizeValue(false));
+  serve->add_option("--jobs,-j", opt.jobs, "Diagnoses at once (default: one per core, at least 2)");
+  serve->add_option("--queue", opt.queue, "Diagnoses waiting behind them (default 64; more: 503 with Retry-After)");
+  serve->add_option("--read-timeout", opt.read_timeout,
+                    "Seconds a client may stay silent, in its headers or its upload, before it is dropped (default 10)")
+      ->check(CLI::Range(1, 3600));
+  serve->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  serve->footer("The API: POST /api/diagnose (a text body or multipart files), GET /api/entries, /api/entries/ID, "
+                "/api/search?q=, /healthz (docs/serve.md).\nExit codes:\n  0  stopped by Ctrl-C or SIGTERM\n  2  "
+                "could not run (the address or port cannot be used, a remote address without --allow-remote, no web "
+                "server in this build)\n");
+
   auto* verify = app.add_subcommand(
       "verify", "After a fix: is the original failure's signature gone from the rerun?");
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
@@ -311,6 +332,7 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return ff::app::run_verify(opt);
     if (bundle->parsed()) return ff::app::run_bundle(opt);
     if (lsp->parsed()) return ff::app::run_lsp(opt);
+    if (serve->parsed()) return ff::app::run_serve(opt);
     if (completions->parsed()) return ff::app::run_completions(app);
     return 2;
   };

@@ -1450,4 +1450,30 @@ InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
   return report;
 }
 
+InputReport read_streams(StreamFeed& feed, ByteSink& sink, const ReadOptions& options) {
+  InputReport report;
+  Context c{sink, options, report, {}, 0, false};
+  c.buffer.n = std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer);
+  c.buffer.bytes.reset(new char[c.buffer.n]);
+  std::string name;
+  int raw = -1;
+  int skipped = 0;
+  while (feed.next(name, raw)) {
+    UniqueFd fd(raw);  // closed when read, or as soon as reading it stops
+    if (c.stopped || c.check_interrupt()) {
+      ++skipped;
+      continue;
+    }
+    Tally tally;
+    FdReader reader(fd.get());
+    process_stream(c, reader, SourceInfo{name, 0, "plain"}, "", 0, Origin::kNamed, tally);
+  }
+  if (skipped > 0) {
+    const std::string why = interrupted() ? std::string(interrupt_name(interrupted()))
+                                          : "read limit of " + format_size(options.max_total_bytes) + " reached";
+    c.note(why + "; " + std::to_string(skipped) + " more input(s) not read");
+  }
+  return report;
+}
+
 }  // namespace ff::io

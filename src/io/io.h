@@ -102,6 +102,19 @@ struct InputReport {
 InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
                         const ReadOptions& options = {});
 
+// Inputs that arrive while they are read (the files of an upload, each written into a
+// pipe as its bytes come): next() blocks until the next stream is there and hands over a
+// readable descriptor and the name it is known by, or says there are no more. Each stream
+// is read like stdin (sniffed for compression and tar, binary skipped with an error); its
+// descriptor is closed when it has been read, or when reading it stopped early (a limit,
+// a binary file), so the writer's next write fails with EPIPE instead of blocking.
+class StreamFeed {
+ public:
+  virtual ~StreamFeed() = default;
+  virtual bool next(std::string& name, int& fd) = 0;
+};
+InputReport read_streams(StreamFeed& feed, ByteSink& sink, const ReadOptions& options = {});
+
 // True when the block looks like binary data rather than text (NUL-heavy or mostly
 // non-printable). A few stray NULs or invalid UTF-8 bytes in a log are still text.
 bool looks_binary(std::string_view first_block);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -844,6 +845,67 @@ TEST_F(IoTest, FifoIsReadLikeStdinAndSniffedForCompression) {
     EXPECT_EQ(sink.sources[0].info.encoding, payload == &log ? "plain" : "gzip");
     EXPECT_TRUE(sink.sources[0].data == log);
   }
+}
+
+// An upload's files: each written into a pipe while the feed hands the read ends out,
+// one after the other; the streams are sniffed like stdin, and a stream read stops early
+// on (a binary one) is closed, so its writer fails with EPIPE instead of blocking.
+class PipeFeed : public StreamFeed {
+ public:
+  explicit PipeFeed(std::vector<std::pair<std::string, std::string>> files) : files_(std::move(files)) {}
+  bool next(std::string& name, int& fd) override {
+    if (i_ == files_.size()) return false;
+    int p[2];
+    if (::pipe(p) != 0) return false;
+    const std::string bytes = files_[i_].second;
+    name = files_[i_].first;
+    fd = p[0];
+    ++i_;
+    if (writer_.joinable()) writer_.join();
+    writer_ = std::thread([w = p[1], bytes, this] {
+      size_t off = 0;
+      while (off < bytes.size()) {
+        ssize_t n = ::write(w, bytes.data() + off, std::min<size_t>(4096, bytes.size() - off));
+        if (n <= 0) {
+          ++broken;
+          break;
+        }
+        off += static_cast<size_t>(n);
+      }
+      ::close(w);
+    });
+    return true;
+  }
+  ~PipeFeed() override {
+    if (writer_.joinable()) writer_.join();
+  }
+  std::atomic<int> broken{0};
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;
+  size_t i_ = 0;
+  std::thread writer_;
+};
+
+TEST_F(IoTest, StreamsOfAFeedAreSourcesInOrderSniffedAndClosedWhenSkipped) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::string a = make_log(3000), b = make_log(500, 7);
+  write_file(path("b"), b);
+  in_dir("gzip -c b > b.gz");
+  PipeFeed feed({{"a.log", a}, {"b.log.gz", read_file(path("b.gz"))}, {"w.pt", random_bytes(1 << 20)},
+                 {"c.log", "last\n"}});
+  Collect sink;
+  InputReport rep = read_streams(feed, sink);
+  EXPECT_EQ(sink.names(), (std::vector<std::string>{"a.log", "b.log.gz", "c.log"}));
+  ASSERT_EQ(sink.sources.size(), 3u);
+  EXPECT_TRUE(sink.sources[0].data == a);
+  EXPECT_EQ(sink.sources[1].info.encoding, "gzip");
+  EXPECT_TRUE(sink.sources[1].data == b);
+  EXPECT_EQ(sink.sources[2].data, "last\n");
+  ASSERT_EQ(rep.errors.size(), 1u);
+  EXPECT_EQ(rep.errors[0].where.file, "w.pt");
+  EXPECT_NE(rep.errors[0].message.find("binary"), std::string::npos);
+  EXPECT_EQ(feed.broken.load(), 1);  // only the skipped stream's writer met a closed pipe
 }
 
 // stdin is swapped for a pipe in a child process, so the test runner's own stdin (closed

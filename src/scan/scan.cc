@@ -1324,18 +1324,20 @@ unsigned threads_for(const std::vector<std::string>& inputs, const ScanOptions& 
 
 }  // namespace
 
-JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
-                  const ScanOptions& options) {
+namespace {
+
+// One job over whatever `read` hands the chunker (named inputs, or a feed of streams).
+JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, const ScanOptions& options,
+                   const std::function<io::InputReport(io::ByteSink&, const io::ReadOptions&)>& read) {
   JobStats job;
   io::ReadOptions ro = options.read;
   if (options.chunk_bytes < ro.chunk_size) ro.chunk_size = std::max<size_t>(options.chunk_bytes, 1);
   io::InputReport rep;
-  const unsigned threads = threads_for(inputs, options);
   if (threads <= 1) {
     Inline run(engine, sink, job, options);
     Chunker chunker(
         engine, options, [&](std::unique_ptr<Chunk> c) { run.emit(std::move(c)); }, [&] { return run.fresh(); });
-    rep = io::read_inputs(inputs, chunker, ro);
+    rep = read(chunker, ro);
   } else {
     Pipeline pipe(engine, sink, job, options, threads);
     // Ctrl-C and SIGTERM go to the reading thread only (base/interrupt.h), so a read()
@@ -1349,7 +1351,7 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
       pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
       Chunker chunker(
           engine, options, [&](std::unique_ptr<Chunk> c) { pipe.submit(std::move(c)); }, [&] { return pipe.fresh(); });
-      rep = io::read_inputs(inputs, chunker, ro);
+      rep = read(chunker, ro);
       pipe.close();
     });
     // `threads` in all: the reader (which scans too, when the scanning threads fall
@@ -1364,6 +1366,21 @@ JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, 
   for (auto& e : rep.errors) job.errors.push_back(std::move(e));
   for (auto& n : rep.notes) job.notes.push_back(std::move(n));
   return job;
+}
+
+}  // namespace
+
+JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
+                  const ScanOptions& options) {
+  return scan_with(engine, threads_for(inputs, options), sink, options,
+                   [&](io::ByteSink& chunker, const io::ReadOptions& ro) { return io::read_inputs(inputs, chunker, ro); });
+}
+
+JobStats scan_feed(const Engine& engine, io::StreamFeed& feed, EventSink& sink, const ScanOptions& options) {
+  // The size is unknown until the end: as asked, else one per core.
+  const unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  return scan_with(engine, threads, sink, options,
+                   [&](io::ByteSink& chunker, const io::ReadOptions& ro) { return io::read_streams(feed, chunker, ro); });
 }
 
 JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,

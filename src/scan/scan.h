@@ -141,6 +141,9 @@ struct JobStats {
 JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
                   const ScanOptions& options = {});
 
+// The same over streams that arrive while they are read (an upload: io::StreamFeed).
+JobStats scan_feed(const Engine& engine, io::StreamFeed& feed, EventSink& sink, const ScanOptions& options = {});
+
 // Scans an in-memory text as one source (tests, the KB self-check).
 JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
                    const ScanOptions& options = {});

@@ -1,0 +1,275 @@
+// The page of `firstfault serve`: every text from a log or the knowledge base goes into
+// the page as text (textContent), never as markup; the report is the server's own HTML
+// page in a frame that may run no script.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c.nodeType ? c : String(c));
+  return e;
+}
+
+function size(n) {
+  const units = ["B", "KB", "MB", "GB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + units[i];
+}
+
+// --- Tabs ---------------------------------------------------------------------------------
+
+function show(tab) {
+  for (const b of document.querySelectorAll(".tab")) b.classList.toggle("active", b.dataset.tab === tab);
+  $("panel-diagnose").hidden = tab !== "diagnose";
+  $("panel-kb").hidden = tab !== "kb";
+  if (tab === "kb") $("query").focus();
+}
+
+// --- Diagnose -----------------------------------------------------------------------------
+
+let chosen = [];  // File objects dropped or picked
+let verifyText = "";
+
+function setChosen(files) {
+  chosen = Array.from(files);
+  $("chosen").textContent = chosen.length
+    ? chosen.map((f) => f.name + " (" + size(f.size) + ")").join(", ") + " — Diagnose reads these, not the box"
+    : "";
+}
+
+function progress(pct, text) {
+  $("progress-box").hidden = pct === null;
+  if (pct === null) return;
+  const bar = $("progress");
+  if (pct < 0) bar.removeAttribute("value"); else bar.value = pct;
+  $("progress-text").textContent = text;
+}
+
+function fail(message) {
+  progress(null);
+  const box = $("error");
+  box.textContent = message;
+  box.hidden = false;
+}
+
+// POSTs the body to /api/diagnose with upload progress (fetch cannot report it).
+function send(body, query, total) {
+  $("error").hidden = true;
+  $("result").hidden = true;
+  $("go").disabled = true;
+  progress(0, "Uploading " + size(total));
+  const xhr = new XMLHttpRequest();
+  xhr.open("POST", "/api/diagnose?keep=1" + (query || "") + ($("redact").checked ? "&redact=1" : ""));
+  xhr.upload.onprogress = (e) => {
+    const n = e.lengthComputable ? e.total : total;
+    if (e.loaded >= n) progress(-1, "Diagnosing…");
+    else progress(Math.floor((100 * e.loaded) / n), "Uploading " + size(e.loaded) + " of " + size(n));
+  };
+  xhr.upload.onload = () => progress(-1, "Diagnosing…");
+  xhr.onerror = () => { $("go").disabled = false; fail("The server could not be reached: is firstfault serve still running?"); };
+  xhr.onload = () => {
+    $("go").disabled = false;
+    let data = null;
+    try { data = JSON.parse(xhr.responseText); } catch (_) { /* shown below */ }
+    if (xhr.status !== 200 && !(xhr.status === 422 && data && data.verdict)) {
+      const msg = data && data.error ? data.error.message : xhr.statusText;
+      return fail("Not diagnosed (HTTP " + xhr.status + "): " + msg);
+    }
+    progress(null);
+    render(data, xhr.getResponseHeader("X-Firstfault-Report"));
+  };
+  xhr.send(body);
+}
+
+function diagnose() {
+  if (chosen.length) {
+    const form = new FormData();
+    let total = 0;
+    for (const f of chosen) { form.append("file", f, f.name); total += f.size; }
+    return send(form, "", total);
+  }
+  const text = $("paste").value;
+  if (!text.trim()) return fail("Nothing to diagnose: paste a log in the box, drop files on it, or try a sample.");
+  send(new Blob([text], { type: "text/plain" }), "&name=pasted.log", text.length);
+}
+
+function where(p) {
+  const parts = [];
+  if (p.rank !== null && p.rank !== undefined) parts.push("rank " + p.rank);
+  if (p.node) parts.push("node " + p.node);
+  const ev = (p.evidence || [])[0];
+  if (ev) parts.push(ev.source + ":" + ev.line);
+  return parts.join(" · ");
+}
+
+function render(d, reportId) {
+  const box = $("summary");
+  box.replaceChildren();
+  const verdict = d.verdict || "unknown";
+  box.append(el("div", {}, el("span", { class: "verdict " + verdict, id: "verdict" }, verdict.toUpperCase())));
+  const p = d.primary;
+  verifyText = "";
+  if (p) {
+    box.append(el("h2", { id: "title" }, p.title), el("div", { class: "muted" }, "[" + p.category + "] " + p.id));
+    box.append(el("div", { id: "where" }, "First failure: " + where(p)));
+    const ev = (p.evidence || [])[0];
+    if (ev) box.append(el("pre", { id: "decisive" }, ev.text));
+    if (p.fix_steps && p.fix_steps.length) {
+      box.append(el("h3", {}, "Fix"));
+      const ol = el("ol", { id: "fix" });
+      for (const s of p.fix_steps) ol.append(el("li", {}, s));
+      box.append(ol);
+    }
+    if (p.verify) {
+      verifyText = p.verify;
+      box.append(el("h3", {}, "Verify"), el("pre", { id: "verify" }, p.verify));
+    }
+  } else {
+    const why = (d.reasons || []).map((r) => r.text).join("; ");
+    box.append(el("h2", { id: "title" }, "No failure found"), el("div", { class: "muted" }, why));
+  }
+  $("copy-verify").hidden = !verifyText;
+  for (const [id, kind] of [["dl-html", "html"], ["dl-md", "md"], ["dl-json", "json"]]) {
+    const a = $(id);
+    a.hidden = !reportId;
+    if (reportId) a.href = "/report/" + reportId + "." + kind + "?download=1";
+  }
+  const frame = $("report");
+  frame.hidden = !reportId;
+  if (reportId) frame.src = "/report/" + reportId + ".html";
+  $("result").hidden = false;
+  box.scrollIntoView({ block: "start" });
+}
+
+async function loadSamples() {
+  const r = await fetch("/api/samples");
+  if (!r.ok) return;
+  for (const s of await r.json()) {
+    $("samples").append(el("button", {
+      type: "button", title: s.title, class: "sample", "data-name": s.name,
+      onclick: async () => {
+        const t = await (await fetch(s.url)).text();
+        $("paste").value = t;
+        setChosen([]);
+        send(new Blob([t], { type: "text/plain" }), "&name=" + encodeURIComponent(s.name), t.length);
+      },
+    }, s.name.replace(/\.log$/, "").replace(/_/g, " ")));
+  }
+}
+
+// --- Encyclopedia -------------------------------------------------------------------------
+
+let entries = [];
+
+function hit(id, title, category, why) {
+  return el("li", { "data-id": id, onclick: () => openEntry(id) },
+    el("div", {}, title), el("div", { class: "id" }, category + " · " + id), why ? el("div", { class: "why" }, why) : null);
+}
+
+function listAll() {
+  $("kb-count").textContent = entries.length + " entries";
+  $("hits").replaceChildren(...entries.map((e) => hit(e.id, e.title, e.category, "")));
+}
+
+let searchSeq = 0;
+async function search() {
+  const q = $("query").value;
+  if (!q.trim()) return listAll();
+  const seq = ++searchSeq;
+  const r = await fetch("/api/search?limit=20", { method: "POST", body: q, headers: { "Content-Type": "text/plain" } });
+  if (seq !== searchSeq) return;  // a newer query is on its way
+  if (!r.ok) return;
+  const j = await r.json();
+  $("kb-count").textContent = j.total + " matching";
+  $("hits").replaceChildren(...j.results.map((h) => hit(h.id, h.title, h.category, h.why)));
+}
+
+function section(title, body) {
+  if (!body || (Array.isArray(body) && !body.length)) return [];
+  if (Array.isArray(body)) {
+    const ol = el("ol");
+    for (const s of body) ol.append(el("li", {}, s));
+    return [el("h3", {}, title), ol];
+  }
+  return [el("h3", {}, title), el("p", {}, body)];
+}
+
+async function openEntry(id) {
+  for (const li of $("hits").children) li.classList.toggle("sel", li.dataset.id === id);
+  const r = await fetch("/api/entries/" + encodeURIComponent(id));
+  if (!r.ok) return;
+  const e = await r.json();
+  const art = $("entry");
+  art.replaceChildren(
+    el("h2", {}, e.title),
+    el("div", { class: "muted" }, e.category + " · " + e.phase + " · " + e.id + (e.frameworks.length ? " · " + e.frameworks.join(", ") : "")),
+    ...section("Quick answer", e.summary),
+    ...section("What happens", e.mechanism),
+    ...section("Root cause", e.root_cause),
+    ...section("Fix", e.fix),
+    ...(e.verify ? [el("h3", {}, "Verify"), el("pre", {}, e.verify)] : []),
+    ...section("Confirm", e.confirm),
+    ...section("Prevention", e.prevention),
+    ...(e.examples.length ? [el("h3", {}, "What it looks like"), el("pre", {}, e.examples.slice(0, 3).join("\n"))] : []),
+  );
+  if (e.references.length) {
+    const ul = el("ul");
+    for (const ref of e.references) ul.append(el("li", {}, ref.url + (ref.note ? " — " + ref.note : "")));
+    art.append(el("h3", {}, "References"), ul);
+  }
+  art.hidden = false;
+  history.replaceState(null, "", "#entry=" + encodeURIComponent(id));
+}
+
+async function loadEntries() {
+  const r = await fetch("/api/entries");
+  if (!r.ok) return;
+  entries = (await r.json()).entries;
+  entries.sort((a, b) => a.category.localeCompare(b.category) || a.title.localeCompare(b.title));
+  // A query typed before the list arrived keeps its results.
+  if (!$("query").value.trim()) listAll();
+  const m = location.hash.match(/^#entry=(.+)$/);
+  if (m) { show("kb"); openEntry(decodeURIComponent(m[1])); }
+}
+
+// --- Wiring -------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => show(b.dataset.tab));
+  $("go").addEventListener("click", diagnose);
+  $("files").addEventListener("change", (e) => setChosen(e.target.files));
+  const drop = $("drop");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    if (e.dataTransfer.files.length) setChosen(e.dataTransfer.files);
+  });
+  $("paste").addEventListener("input", () => { if (chosen.length) setChosen([]); });
+  $("copy-verify").addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(verifyText);
+    } catch (_) {
+      // No clipboard permission (an http page): select the text so Ctrl-C copies it.
+      const range = document.createRange();
+      range.selectNodeContents($("verify"));
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+    }
+    $("copied").hidden = false;
+    setTimeout(() => { $("copied").hidden = true; }, 1500);
+  });
+  let timer = 0;
+  $("query").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(search, 150); });
+  fetch("/healthz").then((r) => r.json()).then((h) => { $("version").textContent = h.version; }).catch(() => {});
+  loadSamples();
+  loadEntries();
+});

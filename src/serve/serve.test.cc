@@ -1,0 +1,337 @@
+// The server's plumbing against a real client on loopback: streaming, limits, the Host
+// check, the policy headers. The diagnosis here is a stand-in that reports what it read
+// (names and bytes), so what is tested is what the server hands the engine; the real
+// engine behind the page is tested end to end (tests/serve).
+#include "serve/serve.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace ff::serve {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(Admission, RunsAFewQueuesAFewAndRefusesTheRest) {
+  Admission a(1, 1);
+  ASSERT_EQ(a.enter(std::chrono::milliseconds(0)), Admission::Outcome::kAdmitted);
+  std::atomic<bool> second_in{false};
+  std::thread waiter([&] {
+    if (a.enter(std::chrono::seconds(10)) == Admission::Outcome::kAdmitted) second_in = true;
+  });
+  while (a.waiting() == 0) std::this_thread::yield();
+  EXPECT_EQ(a.enter(std::chrono::milliseconds(0)), Admission::Outcome::kQueueFull);  // one waiting already
+  EXPECT_FALSE(second_in.load());
+  a.leave();
+  waiter.join();
+  EXPECT_TRUE(second_in.load());
+  EXPECT_EQ(a.running(), 1u);
+  Admission b(1, 4);
+  ASSERT_EQ(b.enter(std::chrono::milliseconds(0)), Admission::Outcome::kAdmitted);
+  EXPECT_EQ(b.enter(std::chrono::milliseconds(20)), Admission::Outcome::kTimedOut);
+}
+
+TEST(HostCheck, OnlyTheLoopbackNamesWithOurPort) {
+  EXPECT_TRUE(host_is_loopback("127.0.0.1:8765", 8765));
+  EXPECT_TRUE(host_is_loopback("localhost:8765", 8765));
+  EXPECT_TRUE(host_is_loopback("[::1]:8765", 8765));
+  EXPECT_TRUE(host_is_loopback("127.0.0.2:8765", 8765));
+  EXPECT_TRUE(host_is_loopback("localhost", 80));
+  EXPECT_FALSE(host_is_loopback("localhost", 8765));
+  EXPECT_FALSE(host_is_loopback("127.0.0.1:8766", 8765));
+  EXPECT_FALSE(host_is_loopback("evil.example:8765", 8765));
+  EXPECT_FALSE(host_is_loopback("127.0.0.1.evil.example:8765", 8765));
+  EXPECT_FALSE(host_is_loopback("", 8765));
+  EXPECT_FALSE(host_is_loopback("[::1", 8765));
+  EXPECT_TRUE(is_loopback_address("127.0.0.1"));
+  EXPECT_FALSE(is_loopback_address("0.0.0.0"));
+  EXPECT_FALSE(is_loopback_address("10.0.0.1"));
+}
+
+// The encyclopedia's answers carry every entry, and an entry's fields as the KB has them.
+TEST(EntriesJson, EveryEntryListedAndOneInFull) {
+  kb::LoadResult r = kb::load_embedded();
+  ASSERT_FALSE(r.kb.entries.empty());
+  json list = json::parse(entries_json(r.kb));
+  ASSERT_EQ(list["total"], r.kb.entries.size());
+  ASSERT_EQ(list["entries"].size(), r.kb.entries.size());
+  for (size_t i = 0; i < r.kb.entries.size(); ++i) EXPECT_EQ(list["entries"][i]["id"], r.kb.entries[i].id);
+  const kb::Entry& e = r.kb.entries.front();
+  json one = json::parse(entry_json(e));
+  EXPECT_EQ(one["title"], e.title);
+  EXPECT_EQ(one["fix"].get<std::vector<std::string>>(), e.fix);
+  EXPECT_EQ(one["verify"], e.verify);
+  ASSERT_EQ(one["patterns"].size(), e.patterns.size());
+  EXPECT_EQ(one["patterns"][0]["regex"], e.patterns[0].regex);
+  EXPECT_EQ(one["examples"].size(), e.examples.size());
+}
+
+// A server on a free loopback port with a stand-in diagnosis.
+class ServeTest : public ::testing::Test {
+ protected:
+  void start(Limits limits = {}) {
+    Options o;
+    o.bind = "127.0.0.1";
+    o.port = 0;
+    o.limits = limits;
+    Handlers h;
+    h.version = "firstfault test";
+    h.search = [](std::string_view text, size_t limit) {
+      return json{{"query", std::string(text)}, {"limit", limit}}.dump();
+    };
+    h.diagnose = [this](io::StreamFeed& feed, const DiagnoseRequest& r) {
+      ++started;
+      while (hold.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      json streams = json::array();
+      std::string name;
+      int fd;
+      while (feed.next(name, fd)) {
+        uint64_t bytes = 0;
+        uint64_t sum = 0;
+        char buf[65536];
+        ssize_t n;
+        while ((n = ::read(fd, buf, sizeof buf)) > 0) {
+          bytes += static_cast<uint64_t>(n);
+          for (ssize_t i = 0; i < n; ++i) sum = sum * 31 + static_cast<unsigned char>(buf[i]);
+        }
+        ::close(fd);
+        streams.push_back({{"name", name}, {"bytes", bytes}, {"sum", sum}});
+      }
+      Diagnosed d;
+      d.verdict = "healthy";
+      d.json = json{{"streams", streams}, {"redact", r.redact}}.dump();
+      d.html = "<!doctype html><p>report</p>";
+      d.markdown = "# report";
+      return d;
+    };
+    server = std::make_unique<Server>(o, std::move(h));
+    Result<int> p = server->bind();
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    port = *p;
+    thread = std::thread([this] { server->run(); });
+    httplib::Client c("127.0.0.1", port);
+    for (int i = 0; i < 200 && !c.Get("/healthz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  void TearDown() override {
+    hold = false;
+    if (server) server->stop();
+    if (thread.joinable()) thread.join();
+  }
+  httplib::Client client() {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+  static uint64_t sum_of(const std::string& s) {
+    uint64_t sum = 0;
+    for (unsigned char ch : s) sum = sum * 31 + ch;
+    return sum;
+  }
+
+  std::unique_ptr<Server> server;
+  std::thread thread;
+  int port = 0;
+  std::atomic<int> started{0};
+  std::atomic<bool> hold{false};
+};
+
+TEST_F(ServeTest, ATextBodyIsOneStreamReadWhole) {
+  start();
+  std::string body(3 << 20, 'x');
+  for (size_t i = 0; i < body.size(); i += 97) body[i] = '\n';
+  auto res = client().Post("/api/diagnose?name=train.log&redact=1", body, "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  json j = json::parse(res->body);
+  ASSERT_EQ(j["streams"].size(), 1u);
+  EXPECT_EQ(j["streams"][0]["name"], "train.log");
+  EXPECT_EQ(j["streams"][0]["bytes"], body.size());
+  EXPECT_EQ(j["streams"][0]["sum"], sum_of(body));
+  EXPECT_EQ(j["redact"], true);
+  EXPECT_EQ(res->get_header_value("X-Firstfault-Verdict"), "healthy");
+  EXPECT_NE(res->get_header_value("Content-Security-Policy").find("default-src 'none'"), std::string::npos);
+  EXPECT_EQ(res->get_header_value("X-Content-Type-Options"), "nosniff");
+}
+
+TEST_F(ServeTest, MultipartFilesAreStreamsInOrderWithTheirBaseNames) {
+  start();
+  std::string big(5 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
+  httplib::MultipartFormDataItems items = {
+      {"file", "rank0 line\n", "../../etc/rank0.log", "text/plain"},
+      {"file", big, "big.log", "application/octet-stream"},
+      {"file", "", "empty.log", "text/plain"},
+  };
+  auto res = client().Post("/api/diagnose", items);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json j = json::parse(res->body);
+  ASSERT_EQ(j["streams"].size(), 3u);
+  EXPECT_EQ(j["streams"][0]["name"], "rank0.log");  // no directories from the client
+  EXPECT_EQ(j["streams"][0]["bytes"], 11u);
+  EXPECT_EQ(j["streams"][1]["bytes"], big.size());
+  EXPECT_EQ(j["streams"][1]["sum"], sum_of(big));
+  EXPECT_EQ(j["streams"][2]["bytes"], 0u);
+}
+
+TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
+  start();
+  auto res = client().Post("/api/diagnose?keep=1", "a line\n", "text/plain");
+  ASSERT_TRUE(res);
+  const std::string id = res->get_header_value("X-Firstfault-Report");
+  ASSERT_EQ(id.size(), 16u);
+  auto html = client().Get("/report/" + id + ".html");
+  ASSERT_TRUE(html);
+  EXPECT_EQ(html->status, 200);
+  EXPECT_EQ(html->body, "<!doctype html><p>report</p>");
+  EXPECT_NE(html->get_header_value("Content-Security-Policy").find("style-src 'unsafe-inline'"), std::string::npos);
+  EXPECT_EQ(html->get_header_value("Content-Security-Policy").find("script"), std::string::npos);
+  auto md = client().Get("/report/" + id + ".md?download=1");
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->body, "# report");
+  EXPECT_NE(md->get_header_value("Content-Disposition").find("attachment"), std::string::npos);
+  auto gone = client().Get("/report/0123456789abcdef.html");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 404);
+}
+
+TEST_F(ServeTest, AWrongHostOrAForeignOriginIsRefused) {
+  start();
+  httplib::Headers evil_host = {{"Host", "rebind.example:" + std::to_string(port)}};
+  auto res = client().Get("/healthz", evil_host);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 421);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("rebind.example"), std::string::npos);
+  httplib::Headers foreign = {{"Origin", "http://evil.example"}};
+  auto post = client().Post("/api/diagnose", foreign, "x\n", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 403);
+  EXPECT_EQ(started.load(), 0);
+  httplib::Headers own = {{"Origin", "http://127.0.0.1:" + std::to_string(port)}};
+  auto ok = client().Post("/api/diagnose", own, "x\n", "text/plain");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST_F(ServeTest, OversizeUploadsGet413AndTheServerStaysUp) {
+  Limits l;
+  l.max_upload_bytes = 1 << 20;
+  start(l);
+  auto res = client().Post("/api/diagnose", std::string((1 << 20) + 1, 'x'), "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("--max-upload"), std::string::npos);
+  // Chunked, so no Content-Length to refuse at once: counted as it comes.
+  size_t sent = 0;
+  auto chunked = client().Post(
+      "/api/diagnose",
+      [&](size_t, httplib::DataSink& sink) {
+        if (sent >= (3u << 20)) {
+          sink.done();
+          return true;
+        }
+        std::string piece(64 << 10, 'y');
+        sent += piece.size();
+        return sink.write(piece.data(), piece.size());
+      },
+      "text/plain");
+  if (chunked) {  // or the connection was closed mid-way: both refuse it
+    EXPECT_EQ(chunked->status, 413);
+  }
+  auto after = client().Post("/api/diagnose", "fine\n", "text/plain");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
+}
+
+TEST_F(ServeTest, MalformedMultipartGetsACleanError) {
+  start();
+  const std::string body = "--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.log\"\r\n\r\nline\r\n";
+  auto res = client().Post("/api/diagnose", body, "multipart/form-data; boundary=XYZ");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("multipart"), std::string::npos);
+  auto garbage = client().Post("/api/diagnose", "no boundary at all", "multipart/form-data; boundary=QQ");
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->status, 400);
+}
+
+TEST_F(ServeTest, AFullQueueAnswers503WithRetryAfter) {
+  Limits l;
+  l.max_running = 1;
+  l.max_waiting = 0;
+  start(l);
+  hold = true;
+  std::thread first([&] { client().Post("/api/diagnose", "slow\n", "text/plain"); });
+  while (started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto res = client().Post("/api/diagnose", "second\n", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "5");
+  auto health = client().Get("/healthz");  // the rest of the server still answers
+  ASSERT_TRUE(health);
+  EXPECT_EQ(json::parse(health->body)["diagnoses_running"], 1);
+  hold = false;
+  first.join();
+}
+
+TEST_F(ServeTest, NoPathReachesTheFilesystem) {
+  start();
+  for (const char* path : {"/assets/../../../../etc/passwd", "/etc/passwd", "/assets/index.html", "/samples/../CMakeLists.txt",
+                           "/report/../serve.cc", "/api/entries/../../x"}) {
+    auto res = client().Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 404) << path;
+    EXPECT_EQ(res->body.find("root:"), std::string::npos);
+  }
+  // A body sent anywhere else is refused before it is read.
+  auto put = client().Put("/api/diagnose", std::string(1 << 16, 'x'), "text/plain");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 405);
+  auto elsewhere = client().Post("/healthz", std::string(1 << 16, 'x'), "text/plain");
+  ASSERT_TRUE(elsewhere);
+  EXPECT_EQ(elsewhere->status, 404);
+  auto page = client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/assets/app.js"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("script-src 'self'"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("frame-ancestors 'none'"), std::string::npos);
+}
+
+TEST_F(ServeTest, ASilentClientIsDroppedWhileOthersAreServed) {
+  Limits l;
+  l.read_timeout_s = 1;
+  start(l);
+  // Half a request line, then nothing: dropped after the read timeout.
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const char partial[] = "POST /api/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le";
+  ASSERT_GT(::send(s, partial, sizeof partial - 1, 0), 0);
+  auto other = client().Post("/api/diagnose", "meanwhile\n", "text/plain");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[512];
+  timeval tv{5, 0};
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const ssize_t n = ::recv(s, buf, sizeof buf, 0);  // a 400, or the close
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(n, 0) << "the server kept the silent connection open";
+  EXPECT_LT(waited, 4.0);
+  ::close(s);
+}
+
+}  // namespace
+}  // namespace ff::serve

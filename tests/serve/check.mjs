@@ -1,0 +1,197 @@
+// Headless-Chromium check of `firstfault serve`, the page and the engine behind it.
+//
+//   node tests/serve/check.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR [BIG_MB]]
+//
+// Starts the real server on a free loopback port, then in Chromium:
+//  1. pastes a real corpus log (shared/corpus/pytorch-runs) into the box: the initiating
+//     rank, the decisive line and the fix of its label show, in the summary and in the
+//     report's frame; the downloads answer with the report, the Markdown and the JSON;
+//  2. picks a 200 MB log (BIG_MB) (a real run's log repeated): the upload's progress shows, then
+//     the diagnosis; a small file dropped on the box (a real drop event) is diagnosed;
+//  3. pastes a raw error line from another real log into the encyclopedia's search: the
+//     entry of that log's category comes first, as `firstfault search` ranks it;
+//  4. at 390 px wide, a sample ("Try one") is diagnosed and nothing scrolls sideways.
+// No request leaves the server's origin and no console error (a CSP violation is one).
+// Screenshots go to SCREENSHOT_DIR. Exit: 0 pass, 1 fail, 77 skipped (no Chromium or
+// playwright-core: run tools/install-deps).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+import { CHROMIUM, LAUNCH_ARGS, chromiumOrSkip, startWatchdog } from '../site/browser.mjs';
+
+const [binary, source, shotsArg, bigArg] = process.argv.slice(2);
+const BIG_MB = Number(bigArg || 200);
+if (!binary || !source) {
+  console.error('usage: node check.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+const chromium = await chromiumOrSkip();
+startWatchdog(170);
+
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+};
+
+const corpus = path.join(source, '..', 'shared', 'corpus', 'pytorch-runs');
+const labels = new Map(fs.readFileSync(path.join(corpus, 'labels.jsonl'), 'utf8').trim().split('\n')
+  .map((l) => JSON.parse(l)).map((l) => [l.id, l]));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-serve-check-'));
+const shots = shotsArg || path.join(tmp, 'shots');
+fs.mkdirSync(shots, { recursive: true });
+const env = { ...process.env };
+if (!env.FIRSTFAULT_CACHE_DIR) env.FIRSTFAULT_CACHE_DIR = path.join(tmp, 'cache');
+
+// The server, on a port it picks; its first line names the URL.
+const server = spawn(binary, ['serve', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+const base = await new Promise((resolve, reject) => {
+  const rl = readline.createInterface({ input: server.stdout });
+  rl.once('line', (line) => {
+    const m = line.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
+    if (m) resolve(m[1]); else reject(new Error(`unexpected first line: ${line}`));
+  });
+  server.once('exit', (code) => reject(new Error(`firstfault serve exited with ${code}`)));
+});
+console.log(`server at ${base}`);
+
+const context = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: LAUNCH_ARGS,
+  viewport: { width: 1280, height: 900 },
+});
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  let label = '';
+  page.on('console', (m) => { if (m.type() === 'error') check(false, `${label}: console error: ${m.text()}`); });
+  page.on('pageerror', (e) => check(false, `${label}: page error: ${e.message}`));
+  const foreign = [];
+  context.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
+
+  // 1. Paste a real log.
+  label = 'paste';
+  const pasteCase = labels.get('01_rank_exception');
+  const pasted = fs.readFileSync(path.join(corpus, 'cases', '01_rank_exception.log'), 'utf8');
+  await page.goto(base);
+  await page.fill('#paste', pasted);
+  await page.click('#go');
+  await page.waitForSelector('#result:not([hidden]) #where', { timeout: 30000 });
+  const where = await page.textContent('#where');
+  check(where.includes(`rank ${pasteCase.initiating_rank}`), `paste: the initiating rank shows (${where})`);
+  check((await page.textContent('#decisive')).trim() === pasteCase.decisive, 'paste: the decisive line shows');
+  check((await page.locator('#fix li').count()) > 0, 'paste: the fix shows');
+  check((await page.textContent('#verdict')) === 'FAILED', 'paste: the verdict shows');
+  const frame = page.frameLocator('#report');
+  await frame.locator('body').waitFor({ timeout: 10000 });
+  const reportText = await frame.locator('body').innerText();
+  check(reportText.includes(pasteCase.decisive), 'paste: the report in the frame has the decisive line');
+  check(reportText.includes(`rank ${pasteCase.initiating_rank}`), 'paste: the report in the frame names the rank');
+  for (const id of ['dl-html', 'dl-md', 'dl-json']) {
+    const href = await page.getAttribute(`#${id}`, 'href');
+    const r = await page.request.get(new URL(href, base).toString());
+    const body = await r.text();
+    check(r.ok() && /attachment/.test(r.headers()['content-disposition'] || '') && body.includes(pasteCase.decisive),
+      `paste: ${id} downloads the diagnosis`);
+  }
+  check(await page.isHidden('#progress-box'), 'paste: the progress bar is gone once the diagnosis shows');
+  await page.screenshot({ path: path.join(shots, 'paste.png'), fullPage: true });
+
+  // 2. A 200 MB log, picked; then a small one dropped.
+  label = 'big upload';
+  const big = path.join(tmp, 'big-rank-exception.log');
+  const piece = Buffer.from(pasted);
+  const fd = fs.openSync(big, 'w');
+  for (let n = 0; n < BIG_MB * 1024 * 1024; n += piece.length) fs.writeSync(fd, piece);
+  fs.closeSync(fd);
+  await page.goto(base);
+  // Every state the progress bar passes through, noted in the page as it changes.
+  await page.evaluate(() => {
+    window.__progress = [];
+    const note = () => {
+      const box = document.getElementById('progress-box');
+      if (!box.hidden) window.__progress.push(document.getElementById('progress-text').textContent);
+    };
+    new MutationObserver(note).observe(document.getElementById('progress-box'), { attributes: true, childList: true, subtree: true, characterData: true });
+  });
+  await page.setInputFiles('#files', big);
+  const t0 = Date.now();
+  await page.click('#go');
+  await page.waitForSelector('#result:not([hidden]) #where', { timeout: 120000 });
+  const seconds = (Date.now() - t0) / 1000;
+  const seen = await page.evaluate(() => window.__progress);
+  check(seen.some((t) => /^Uploading/.test(t)), `big upload: the upload's progress shows (${seen.length} states, e.g. ${seen.slice(0, 3).join(' | ')})`);
+  check(seen.some((t) => /Diagnosing/.test(t)), 'big upload: then "Diagnosing…" shows');
+  check((await page.textContent('#where')).includes(`rank ${pasteCase.initiating_rank}`) &&
+    (await page.textContent('#decisive')).trim() === pasteCase.decisive,
+    `big upload: ${BIG_MB} MB diagnosed in ${seconds.toFixed(1)} s with the right rank and line`);
+  await page.screenshot({ path: path.join(shots, 'big-upload.png') });
+
+  label = 'drop';
+  const dropCase = labels.get('04_host_oom');
+  const dropText = fs.readFileSync(path.join(corpus, 'cases', '04_host_oom.log'), 'utf8');
+  await page.goto(base);
+  await page.evaluate((text) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], 'node3-host-oom.log', { type: 'text/plain' }));
+    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, dropText);
+  check((await page.textContent('#chosen')).includes('node3-host-oom.log'), 'drop: the dropped file is named');
+  await page.click('#go');
+  await page.waitForSelector('#result:not([hidden]) #title', { timeout: 30000 });
+  const dropJson = await (await page.request.get(new URL(await page.getAttribute('#dl-json', 'href'), base).toString())).json();
+  check(dropJson.primary && dropJson.primary.category === dropCase.category,
+    `drop: the dropped log's category is its label's (${dropJson.primary && dropJson.primary.category})`);
+  check(dropJson.inputs.sources[0].name === 'node3-host-oom.log', 'drop: the source is named as the file was');
+
+  // 3. Search the encyclopedia with a raw line from another real log.
+  label = 'search';
+  const line = dropCase.decisive;
+  await page.click('#tab-kb');
+  await page.fill('#query', line);
+  await page.waitForFunction(() => document.querySelectorAll('#hits li .why').length > 0, null, { timeout: 10000 });
+  const first = await page.getAttribute('#hits li:first-child', 'data-id');
+  const cli = JSON.parse(spawnSync(binary, ['search', '--format', 'json', '--limit', '1', line], { env, encoding: 'utf8' }).stdout);
+  check(first === cli.results[0].id, `search: the page ranks first what firstfault search does (${first})`);
+  const firstCategory = (await page.textContent('#hits li:first-child .id')).split(' · ')[0];
+  check(firstCategory === dropCase.category, `search: the first entry is of the line's category (${firstCategory})`);
+  await page.click('#hits li:first-child');
+  await page.waitForSelector('#entry:not([hidden]) h2');
+  check((await page.textContent('#entry h2')).length > 0, 'search: the entry opens');
+  await page.screenshot({ path: path.join(shots, 'search.png') });
+
+  // 4. A phone's width.
+  label = 'phone';
+  const phone = await context.newPage();
+  phone.on('console', (m) => { if (m.type() === 'error') check(false, `phone: console error: ${m.text()}`); });
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(base);
+  await phone.waitForSelector('#samples button.sample');
+  await phone.click('#samples button.sample[data-name="rank_exception.log"]');
+  await phone.waitForSelector('#result:not([hidden]) #where', { timeout: 30000 });
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow <= 0, `phone: nothing scrolls sideways at 390 px (${overflow} px over)`);
+  check((await phone.textContent('#where')).includes('rank 2'), 'phone: the sample is diagnosed');
+  await phone.screenshot({ path: path.join(shots, 'phone.png'), fullPage: true });
+  await phone.click('#tab-kb');
+  await phone.fill('#query', 'NCCL watchdog timeout');
+  await phone.waitForFunction(() => document.querySelectorAll('#hits li .why').length > 0);
+  const kbOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(kbOverflow <= 0, `phone: the encyclopedia fits 390 px (${kbOverflow} px over)`);
+  await phone.screenshot({ path: path.join(shots, 'phone-search.png') });
+
+  check(foreign.length === 0, `no request leaves the server (${foreign.slice(0, 3).join(', ')})`);
+  console.log(`screenshots: ${shots}`);
+} finally {
+  await context.close();
+  server.kill('SIGTERM');
+  fs.rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+}
+if (failures.length) {
+  console.error(`${failures.length} check(s) failed`);
+  process.exit(1);
+}
+console.log('all checks passed');
