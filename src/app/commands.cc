@@ -49,6 +49,8 @@ scan::ScanOptions scan_options(const Options& opt) {
   scan::ScanOptions so;
   if (opt.max_bytes > 0) so.read.max_total_bytes = opt.max_bytes;
   so.read.follow_symlinks = opt.follow_symlinks;
+  so.only_host = opt.only_host;
+  so.only_unit = opt.only_unit;
   so.threads = opt.threads;
   if (opt.chunk_bytes > 0) so.chunk_bytes = opt.chunk_bytes;
   if (opt.map_min > 0) {

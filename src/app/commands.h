@@ -42,6 +42,8 @@ struct Options {
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged
   bool redact = false;           // --redact: secrets and identities in log text replaced (app/redaction.h)
+  std::string only_host;         // --host: only this host's lines (syslog, journald, any prefix naming a node)
+  std::string only_unit;         // --unit: only this unit's or program's lines
   // serve
   std::string bind = "127.0.0.1";
   int port = 8765;

@@ -152,6 +152,14 @@ int main(int argc, char** argv) {
       "Stop reading after this many decompressed bytes over all inputs (e.g. 512M, 20G; default 256G): "
       "a bound on archive and compression bombs";
   diag->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  const char* kHostHelp =
+      "Only the lines this host wrote, out of a shared stream (syslog, journald, any prefix naming a node; the "
+      "short name matches the FQDN); lines that name no host are kept";
+  const char* kUnitHelp =
+      "Only the lines this unit or program wrote (a syslog tag, an RFC 5424 APP-NAME, a journal's unit; train "
+      "matches train.service)";
+  diag->add_option("--host", opt.only_host, kHostHelp);
+  diag->add_option("--unit", opt.only_unit, kUnitHelp);
   ff::app::add_scan_flags(diag, opt);
   ff::app::add_follow_flag(diag, opt);
   diag->footer(kExitCodes);
@@ -166,6 +174,8 @@ int main(int argc, char** argv) {
   events->add_option("--format,-f", opt.format, "Output format: jsonl or text")
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
+  events->add_option("--host", opt.only_host, kHostHelp);
+  events->add_option("--unit", opt.only_unit, kUnitHelp);
   ff::app::add_scan_flags(events, opt);
   ff::app::add_follow_flag(events, opt);
   events->add_flag("--redact", opt.redact, kRedactHelp);

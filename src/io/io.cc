@@ -26,6 +26,7 @@
 // so the cut block is lost. bzip2 keeps libarchive: its blocks are up to 900 kB and no
 // decoder can return part of one either.
 #include "io/io.h"
+#include "io/journal.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -713,6 +714,46 @@ std::unique_ptr<Reader> make_decompressor(Compression c, Reader& upstream) {
   return nullptr;
 }
 
+// A journal export (io/journal.h) read as the text lines rsyslog would have written.
+class JournalReader final : public Reader {
+ public:
+  JournalReader(detail::JournalFormat format, Reader& upstream) : decoder_(format), up_(upstream) {}
+  Result<size_t> read(char* buf, size_t n) override {
+    while (out_.size() - taken_ == 0) {
+      if (done_) {
+        if (error_) return *error_;
+        return static_cast<size_t>(0);
+      }
+      out_.clear();
+      taken_ = 0;
+      Result<size_t> r = up_.read(in_, sizeof in_);
+      if (!r.ok()) {
+        error_ = r.error();
+        decoder_.finish(out_);
+        done_ = true;
+      } else if (*r == 0) {
+        decoder_.finish(out_);
+        done_ = true;
+      } else {
+        decoder_.feed(std::string_view(in_, *r), out_);
+      }
+    }
+    const size_t k = std::min(n, out_.size() - taken_);
+    std::memcpy(buf, out_.data() + taken_, k);
+    taken_ += k;
+    return k;
+  }
+
+ private:
+  detail::JournalDecoder decoder_;
+  Reader& up_;
+  char in_[1 << 16];
+  std::string out_;
+  size_t taken_ = 0;
+  bool done_ = false;
+  std::optional<Error> error_;
+};
+
 // POSIX ustar and GNU tar both put "ustar" at offset 257. Pre-POSIX v7 tars have no magic
 // and are read as plain (then usually skipped as binary).
 bool is_tar(std::string_view head) { return head.size() >= 262 && head.substr(257, 5) == "ustar"; }
@@ -1191,6 +1232,12 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
     if (is_tar(head)) {
       read_tar(c, sniffed, info, wrap_encoding("tar", wrappers), depth + 1, origin, tally);
       return Outcome::kDelivered;
+    }
+    if (const detail::JournalFormat jf = detail::detect_journal(head); jf != detail::JournalFormat::kNone) {
+      JournalReader journal(jf, sniffed);
+      return process_stream(c, journal, std::move(info),
+                            wrap_encoding(jf == detail::JournalFormat::kJson ? "journal-json" : "journal-export", wrappers),
+                            depth + 1, origin, tally);
     }
   }
   if (c.options.skip_binary && looks_binary(head)) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "io/journal.h"
 
 namespace ff::io {
 namespace {
@@ -906,6 +907,58 @@ TEST_F(IoTest, StreamsOfAFeedAreSourcesInOrderSniffedAndClosedWhenSkipped) {
   EXPECT_EQ(rep.errors[0].where.file, "w.pt");
   EXPECT_NE(rep.errors[0].message.find("binary"), std::string::npos);
   EXPECT_EQ(feed.broken.load(), 1);  // only the skipped stream's writer met a closed pipe
+}
+
+// journalctl -o json and -o export (the shapes journalctl 252 writes: keys in any order,
+// a message that is not UTF-8 as an array of bytes, a binary field with its length) read
+// as the lines rsyslog would have written.
+TEST(Journal, JsonAndExportEntriesBecomeSyslogLines) {
+  using detail::JournalDecoder;
+  using detail::JournalFormat;
+  const std::string json =
+      R"({"_PID":"4242","MESSAGE":"Traceback (most recent call last):\n  File \"train.py\", line 3","__CURSOR":"s=1","_HOSTNAME":"gpu-node-7","SYSLOG_IDENTIFIER":"train","__REALTIME_TIMESTAMP":"1764500000123456"})"
+      "\n"
+      R"({"__CURSOR":"s=2","__REALTIME_TIMESTAMP":"1764500001000000","_HOSTNAME":"gpu-node-7","_SYSTEMD_UNIT":"eval.service","MESSAGE":[104,105,255]})"
+      "\nnot json\n";
+  EXPECT_EQ(detail::detect_journal(json), JournalFormat::kJson);
+  JournalDecoder dj(JournalFormat::kJson);
+  std::string out;
+  for (size_t i = 0; i < json.size(); i += 7) dj.feed(std::string_view(json).substr(i, 7), out);  // pieces cut anywhere
+  dj.finish(out);
+  EXPECT_EQ(out,
+            "2025-11-30T10:53:20.123456Z gpu-node-7 train[4242]: Traceback (most recent call last):\n"
+            "2025-11-30T10:53:20.123456Z gpu-node-7 train[4242]:   File \"train.py\", line 3\n"
+            "2025-11-30T10:53:21.000000Z gpu-node-7 eval.service: hi\xff\n"
+            "not json\n");
+  EXPECT_EQ(dj.malformed(), 1u);
+
+  std::string exp = "__CURSOR=s=1\n__REALTIME_TIMESTAMP=1764500000123456\n_HOSTNAME=gpu-node-7\n_COMM=python3\n";
+  const std::string msg = "line one\nline two";
+  exp += "MESSAGE\n";
+  for (int k = 0; k < 8; ++k) exp += static_cast<char>(k == 0 ? msg.size() : 0);
+  exp += msg + "\n\n__CURSOR=s=2\nMESSAGE=no host, no time\n\n";
+  EXPECT_EQ(detail::detect_journal(exp), JournalFormat::kExport);
+  JournalDecoder de(JournalFormat::kExport);
+  out.clear();
+  for (size_t i = 0; i < exp.size(); i += 5) de.feed(std::string_view(exp).substr(i, 5), out);
+  de.finish(out);
+  EXPECT_EQ(out,
+            "2025-11-30T10:53:20.123456Z gpu-node-7 python3: line one\n"
+            "2025-11-30T10:53:20.123456Z gpu-node-7 python3: line two\n"
+            "no host, no time\n");
+  EXPECT_EQ(de.entries(), 2u);
+  EXPECT_EQ(detail::detect_journal("2026-12-02 INFO a line\n"), JournalFormat::kNone);
+}
+
+TEST_F(IoTest, AJournalExportIsReadAsTextWhateverItsName) {
+  const std::string json = R"({"__REALTIME_TIMESTAMP":"1764500000000000","_HOSTNAME":"h1","SYSLOG_IDENTIFIER":"t","MESSAGE":"x"})" "\n";
+  write_file(path("journal.bin"), json);
+  Collect sink;
+  InputReport rep = read_inputs({path("journal.bin")}, sink);
+  EXPECT_TRUE(rep.errors.empty());
+  ASSERT_EQ(sink.sources.size(), 1u);
+  EXPECT_EQ(sink.sources[0].info.encoding, "journal-json");
+  EXPECT_EQ(sink.sources[0].data, "2025-11-30T10:53:20.000000Z h1 t: x\n");
 }
 
 // stdin is swapped for a pipe in a child process, so the test runner's own stdin (closed

@@ -529,7 +529,7 @@ struct PrefixParser::Impl {
     std::unique_ptr<RE2> re;
     int ngroups = 0;  // capturing groups used (at most 15)
     // Which capture index fills which field; 0 when the format has no such group.
-    int g_rank = 0, g_local_rank = 0, g_pid = 0, g_gpu = 0, g_node = 0, g_level = 0, g_time = 0;
+    int g_rank = 0, g_local_rank = 0, g_pid = 0, g_gpu = 0, g_node = 0, g_level = 0, g_time = 0, g_program = 0;
     TimeFormat time_format = TimeFormat::kNone;
     detail::FastKind fast = detail::FastKind::kNone;
   };
@@ -581,6 +581,7 @@ struct PrefixParser::Impl {
     m.pid = view(f.g_pid);
     m.gpu = view(f.g_gpu);
     m.node = view(f.g_node);
+    m.program = view(f.g_program);
     m.level = view(f.g_level);
     m.time = view(f.g_time);
     return true;
@@ -619,6 +620,7 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
       else if (name == "node") fmt.g_node = idx;
       else if (name == "level") fmt.g_level = idx;
       else if (name == "time") fmt.g_time = idx;
+      else if (name == "program") fmt.g_program = idx;
     }
     fmt.time_format = time_format_of(f.time_format);
     fmt.fast = detail::fast_kind_for(f.id, f.regex);
@@ -734,12 +736,14 @@ int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch& m) {
 
 // The captures of a format, in the order a match applies them, and FormatMatch's field
 // for each.
-enum CaptureField : uint8_t { kRankField, kLocalRankField, kPidField, kGpuField, kNodeField, kLevelField, kTimeField };
-constexpr int kCaptureFields = 7;
+enum CaptureField : uint8_t {
+  kRankField, kLocalRankField, kPidField, kGpuField, kNodeField, kLevelField, kTimeField, kProgramField
+};
+constexpr int kCaptureFields = 8;
 using FormatMatch = PrefixParser::FormatMatch;
 constexpr std::string_view FormatMatch::*kCaptureMembers[kCaptureFields] = {
     &FormatMatch::rank, &FormatMatch::local_rank, &FormatMatch::pid,  &FormatMatch::gpu,
-    &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time};
+    &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time, &FormatMatch::program};
 
 // One non-empty capture of a matching format, applied to rec: the first capture of a
 // field that reads wins.
@@ -750,6 +754,7 @@ inline void apply_capture(CaptureField field, std::string_view text, TimeFormat 
     case kPidField: if (rec.pid < 0) rec.pid = to_int(text); break;
     case kGpuField: if (rec.gpu < 0) rec.gpu = to_int(text); break;
     case kNodeField: if (rec.node.empty()) rec.node = text; break;
+    case kProgramField: if (rec.program.empty()) rec.program = text; break;
     case kLevelField: if (!rec.level) rec.level = level_char(text); break;
     case kTimeField:
       if (rec.time_us == kNoTime && time_format != TimeFormat::kNone) {
@@ -882,7 +887,9 @@ inline uint64_t digit_bytes(uint64_t x) {
 // A matcher that tells no digit from another (every one but syslog's, whose day is
 // "[ 0-3]\d"): on texts that differ only in digits it reads the same bytes and matches
 // the same way.
-bool digit_blind(detail::FastKind kind) { return kind != detail::FastKind::kNone && kind != detail::FastKind::k_syslog; }
+bool digit_blind(detail::FastKind kind) {
+  return kind != detail::FastKind::kNone && kind != detail::FastKind::k_syslog;
+}
 
 // For the memo: when round r's winner (of this kind, at `text`) is digit-blind, notes how
 // far it read, its length and its captures, so that replay() need not run it. False when
@@ -952,7 +959,7 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
             FormatMatch scratch;
             if (detail::match_fast(h.fast, probe, scratch)) memoizable = false;  // an empty match
             r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(std::min<size_t>(probe.reach, UINT32_MAX)));
-            if (h.fast == detail::FastKind::k_syslog) r.exact = true;
+            if (!digit_blind(h.fast)) r.exact = true;
           }
         }
       }

@@ -121,6 +121,7 @@ struct Record {
   int pid = -1;
   int gpu = -1;
   std::string_view node;
+  std::string_view program;    // the program that wrote the line, as syslog names it (its tag)
   int64_t time_us = kNoTime;
   Clock clock = Clock::kNone;
   bool time_subsecond = false;
@@ -157,7 +158,7 @@ class PrefixParser {
   struct FormatMatch {
     bool matched = false;
     size_t length = 0;  // bytes matched
-    std::string_view rank, local_rank, pid, gpu, node, level, time;  // empty when absent
+    std::string_view rank, local_rank, pid, gpu, node, level, time, program;  // empty when absent
   };
   size_t format_count() const;
   const kb::PrefixFormat& format(size_t i) const;

@@ -385,6 +385,7 @@ std::string match_diff(std::string_view text, const PrefixParser::FormatMatch& a
   cmp("node", a.node, b.node);
   cmp("level", a.level, b.level);
   cmp("time", a.time, b.time);
+  cmp("program", a.program, b.program);
   return d;
 }
 
@@ -395,6 +396,7 @@ std::string record_diff(const Record& a, const Record& b) {
   if (a.pid != b.pid) d += " pid";
   if (a.gpu != b.gpu) d += " gpu";
   if (a.node != b.node) d += " node";
+  if (a.program != b.program) d += " program";
   if (a.time_us != b.time_us || a.clock != b.clock || a.time_subsecond != b.time_subsecond) d += " time";
   if (a.time_text != b.time_text) d += " time_text";
   if (a.level != b.level) d += " level";

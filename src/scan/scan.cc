@@ -1,5 +1,6 @@
 #include "scan/scan.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -1125,11 +1126,22 @@ class Chunker : public io::ByteSink {
   // Adds a framed line to chunk c: in place when its bytes lie in `piece`, whose first
   // byte is at `base` in the chunk's bytes (or mapped window); else copied to the chunk's
   // side buffer (a line begun in an earlier piece: the framer's copy).
-  static void add_line(Chunk& c, const record::RawLine& l, std::string_view piece, size_t base) {
+  void add_line(Chunk& c, const record::RawLine& l, std::string_view piece, size_t base) {
     LineRef ref;
     ref.offset = l.offset;
     ref.len = static_cast<uint32_t>(l.bytes.size());
     ref.plain = l.plain ? 1 : 0;
+    if (!opt_.only_host.empty() || !opt_.only_unit.empty()) {
+      // --host / --unit: a line another host or unit wrote is kept as an empty line, so
+      // the others keep their line numbers; a line that names neither is kept.
+      record::Record rec;
+      engine_.prefixes().parse(ref.plain ? l.bytes : record::clean_line_view(l.bytes, filter_buf_), rec);
+      if (!keeps(rec)) {
+        ref.len = 0;
+        ref.plain = 1;
+        ++left_out_;
+      }
+    }
     const char* p0 = piece.data();
     if (!l.bytes.empty() && !piece.empty() && l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p0 + piece.size()) {
       ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
@@ -1143,6 +1155,28 @@ class Chunker : public io::ByteSink {
     c.lines.push_back(ref);
   }
 
+  bool keeps(const record::Record& rec) const {
+    if (!opt_.only_host.empty() && !rec.node.empty() && !same_host(rec.node, opt_.only_host)) return false;
+    if (!opt_.only_unit.empty() && !rec.program.empty() && !same_unit(rec.program, opt_.only_unit)) return false;
+    return true;
+  }
+  // gpu-node-7 is gpu-node-7.cluster.example (syslog writes the short name or the FQDN).
+  static bool same_host(std::string_view a, std::string_view b) {
+    if (a == b) return true;
+    const std::string_view s = a.size() < b.size() ? a : b, l = a.size() < b.size() ? b : a;
+    return l.size() > s.size() && starts_with(l, s) && l[s.size()] == '.';
+  }
+  // train is train.service (a syslog tag names the program, systemd the unit).
+  static bool same_unit(std::string_view a, std::string_view b) {
+    if (a == b) return true;
+    const std::string_view s = a.size() < b.size() ? a : b, l = a.size() < b.size() ? b : a;
+    return starts_with(l, s) && l.substr(s.size()) == ".service";
+  }
+
+ public:
+  uint64_t left_out() const { return left_out_; }
+
+ private:
   std::unique_ptr<Chunk> take(Chunk::Kind kind) {
     auto c = fresh_();
     c->reset(kind);
@@ -1177,6 +1211,8 @@ class Chunker : public io::ByteSink {
   record::LineFramer framer_;
   uint32_t next_source_ = 0;
   uint64_t next_seq_ = 0;
+  std::string filter_buf_;
+  uint64_t left_out_ = 0;  // lines of other hosts or units (--host, --unit)
   uint64_t source_bytes_ = 0, total_bytes_ = 0;
 };
 
@@ -1333,11 +1369,13 @@ JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, cons
   io::ReadOptions ro = options.read;
   if (options.chunk_bytes < ro.chunk_size) ro.chunk_size = std::max<size_t>(options.chunk_bytes, 1);
   io::InputReport rep;
+  uint64_t left_out = 0;
   if (threads <= 1) {
     Inline run(engine, sink, job, options);
     Chunker chunker(
         engine, options, [&](std::unique_ptr<Chunk> c) { run.emit(std::move(c)); }, [&] { return run.fresh(); });
     rep = read(chunker, ro);
+    left_out = chunker.left_out();
   } else {
     Pipeline pipe(engine, sink, job, options, threads);
     // Ctrl-C and SIGTERM go to the reading thread only (base/interrupt.h), so a read()
@@ -1352,6 +1390,7 @@ JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, cons
       Chunker chunker(
           engine, options, [&](std::unique_ptr<Chunk> c) { pipe.submit(std::move(c)); }, [&] { return pipe.fresh(); });
       rep = read(chunker, ro);
+      left_out = chunker.left_out();
       pipe.close();
     });
     // `threads` in all: the reader (which scans too, when the scanning threads fall
@@ -1365,6 +1404,12 @@ JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, cons
   }
   for (auto& e : rep.errors) job.errors.push_back(std::move(e));
   for (auto& n : rep.notes) job.notes.push_back(std::move(n));
+  if (!options.only_host.empty() || !options.only_unit.empty()) {
+    std::string which = !options.only_host.empty() ? "host " + options.only_host : "";
+    if (!options.only_unit.empty()) which += (which.empty() ? "unit " : ", unit ") + options.only_unit;
+    job.notes.push_back(fmt::format("{} line{} of other hosts or units left out (only {})", left_out,
+                                    left_out == 1 ? "" : "s", which));
+  }
   return job;
 }
 

@@ -122,6 +122,11 @@ struct ScanOptions {
   // Called from the reading thread as bytes arrive: the decompressed bytes read so far
   // over all sources (for a progress bar). Optional.
   std::function<void(uint64_t bytes)> progress;
+  // --host, --unit: only the lines this host (its short name or FQDN) or this unit (a
+  // syslog tag, an RFC 5424 APP-NAME, a journal's unit; "train" is "train.service") wrote,
+  // out of a shared stream; a line that names no host or unit is kept. Empty: all lines.
+  std::string only_host;
+  std::string only_unit;
   // scan_text only: set (by another thread) to stop at the next chunk; the scan then ends
   // with an input error "cancelled" (the language server's superseded diagnoses). Optional.
   const std::atomic<bool>* cancel = nullptr;

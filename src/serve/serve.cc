@@ -366,6 +366,7 @@ void Server::Impl::routes() {
   http.set_read_timeout(lim.read_timeout_s, 0);
   http.set_write_timeout(lim.write_timeout_s, 0);
   http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(100);  // httplib's 5 makes a busy client reconnect every 5 requests
   // Every body is read through a content reader with its own limit (the upload's, the
   // query's), which answers 413 itself after draining a little of the rest; httplib's own
   // check would refuse before reading a byte, and the client would see a reset instead.
