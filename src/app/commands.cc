@@ -28,6 +28,7 @@
 #include "base/strings.h"
 #include "kb/kb.h"
 #include "record/record.h"
+#include "report/editor.h"
 #include "report/report.h"
 #include "scan/scan.h"
 #include "site/search_index.h"
@@ -186,15 +187,25 @@ std::string render_report(DiagnosedJob& job, const std::string& format, const Op
   analyze::Diagnosis& d = job.d;
   std::optional<redact::Redactor>& redactor = job.redactor;
   if (format == "json") return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
+  // --site-url: where an entry's encyclopedia page is, for the html and sarif reports' links.
+  std::function<std::string(const std::string&)> entry_link;
+  if (!opt.site_url.empty()) {
+    std::string base = opt.site_url;
+    if (base.back() != '/') base += '/';
+    entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+  }
   if (format == "html") {
     report::HtmlOptions ho;
     ho.generator = "firstfault " FF_VERSION;
-    if (!opt.site_url.empty()) {
-      std::string base = opt.site_url;
-      if (base.back() != '/') base += '/';
-      ho.entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
-    }
+    ho.entry_link = entry_link;
     return report::render_html(d, ho);
+  }
+  if (format == "vimgrep") return report::render_vimgrep(d);
+  if (format == "sarif") {
+    report::SarifOptions so;
+    so.version = FF_VERSION;
+    so.entry_link = entry_link;
+    return report::render_sarif(d, so);
   }
   report::MarkdownOptions mo;
   mo.generator = "firstfault " FF_VERSION;
@@ -227,7 +238,8 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
   }
   std::string rendered;
   const bool to_file = !opt.output.empty() && opt.output != "-";
-  if (opt.format == "json" || opt.format == "html" || opt.format == "markdown" || opt.format == "md") {
+  if (opt.format == "json" || opt.format == "html" || opt.format == "markdown" || opt.format == "md" ||
+      opt.format == "vimgrep" || opt.format == "sarif") {
     rendered = render_report(job, opt.format == "md" ? "markdown" : opt.format, opt);
   } else {
     report::TextOptions to;

@@ -83,8 +83,8 @@ bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);
 
-// A diagnosed job as `diagnose --format json|html|markdown` prints it (redacted when the job
-// has a redactor); mark_nothing_read gives the answer for a job of which nothing was read.
+// A diagnosed job as `diagnose --format json|html|markdown|vimgrep|sarif` prints it
+// (redacted when the job has a redactor); mark_nothing_read gives the answer for a job of which nothing was read.
 std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt);
 void mark_nothing_read(analyze::Diagnosis& d);
 

@@ -20,6 +20,7 @@
 #include "app/perf.h"
 #include "app/compare.h"
 #include "app/scheduler.h"
+#include "app/lsp.h"
 #include "app/shell.h"
 #include "app/watch.h"
 #include "base/cache.h"
@@ -138,8 +139,10 @@ int main(int argc, char** argv) {
                    "inputs are one job.");
   diag->add_option("--format,-f", opt.format,
                    "Output format: text (the terminal), json (docs/json-output.md), html (one self-contained page: "
-                   "timeline, plots; open it in a browser) or markdown (for a GitHub issue or a chat; md for short)")
-      ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
+                   "timeline, plots; open it in a browser), markdown (for a GitHub issue or a chat; md for short), vimgrep "
+                   "(file:line:col: severity: message lines for an editor's quickfix list) or sarif (SARIF 2.1.0 for "
+                   "code-scanning tools)")
+      ->check(CLI::IsMember({"text", "json", "html", "markdown", "md", "vimgrep", "sarif"}));
   diag->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
   diag->add_option("--site-url", opt.site_url,
                    "Where the encyclopedia (`firstfault site DIR`) is, as a path or URL: the html report links the "
@@ -328,6 +331,11 @@ int main(int argc, char** argv) {
 
   diag->add_flag("--no-history", opt.no_history, "Do not keep the diagnosis in the history (firstfault history)");
   ff::app::LiveCommands& live = ff::app::add_live_commands(app, opt);  // watch, run, history: app/watch.cc
+  auto* lsp = app.add_subcommand(
+      "lsp", "Language server (LSP over stdio) for editors: diagnostics, hover and code actions on open log files");
+  lsp->footer("Exit codes: 0 after the client's shutdown and exit, 1 when the input ended without them, 2 could not "
+              "start (unreadable knowledge base).");
+
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
   // verdict's exit codes belong to diagnose (and the top level, which runs it for a file).
@@ -386,6 +394,7 @@ int main(int argc, char** argv) {
     }
     if (verify->parsed()) return ff::app::run_verify(opt);
     if (bundle->parsed()) return ff::app::run_bundle(opt);
+    if (lsp->parsed()) return ff::app::run_lsp(opt);
     if (serve->parsed()) return ff::app::run_serve(opt);
     if (slurm_epilog->parsed()) return ff::app::run_slurm_epilog(opt, sched);
     if (slurm->parsed()) return ff::app::run_slurm(opt, sched);

@@ -1134,6 +1134,10 @@ class Chunker : public io::ByteSink {
 
   bool accepts_mapped() const override { return opt_.chunk_bytes >= kZeroCopyMin; }
 
+  // Ends the chunk being filled (scan_text's pieces are copied in: without this a text
+  // would be one chunk, and a chunk's work grows faster than its lines).
+  void cut() { flush(); }
+
   // A window of a mapped file: cut into chunks of about chunk_bytes whose lines point into
   // the window (a line that starts in the window before comes from the framer's copy, in
   // `side`).
@@ -1497,7 +1501,12 @@ JobStats scan_text(const Engine& engine, std::string_view name, std::string_view
   chunker.begin(info);
   // Pieces of at most chunk_bytes, copied into chunks (the text is not io's to read).
   for (size_t off = 0; off < text.size(); off += options.chunk_bytes) {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+      chunker.end(info, Status(make_error(ErrorCode::kInternal, "cancelled")));
+      return job;
+    }
     chunker.data(text.substr(off, std::max<size_t>(options.chunk_bytes, 1)));
+    chunker.cut();
   }
   chunker.end(info, Status::Ok());
   return job;

@@ -18,6 +18,7 @@
 // job is still scanned; content never aborts a scan.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -126,6 +127,9 @@ struct ScanOptions {
   // out of a shared stream; a line that names no host or unit is kept. Empty: all lines.
   std::string only_host;
   std::string only_unit;
+  // scan_text only: set (by another thread) to stop at the next chunk; the scan then ends
+  // with an input error "cancelled" (the language server's superseded diagnoses). Optional.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct JobStats {

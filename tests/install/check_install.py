@@ -22,7 +22,7 @@ import tempfile
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "/opt/firstfault-test"
 # The values diagnose --format takes (src/app/main.cc); the completions must offer each.
-DIAGNOSE_FORMATS = {"text", "json", "html", "markdown", "md"}
+DIAGNOSE_FORMATS = {"text", "json", "html", "markdown", "md", "vimgrep", "sarif"}
 LAYOUT = [
     "bin/firstfault",
     "share/man/man1/firstfault.1",

@@ -1,0 +1,84 @@
+// The language server's text positions and message framing (app/lsp.h); the protocol
+// itself is tested end to end by tests/lsp (node, vscode-languageserver-protocol).
+#include "app/lsp.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+namespace ff::app::lsp {
+namespace {
+
+TEST(LspText, Utf16LengthCountsSurrogatePairsTwice) {
+  EXPECT_EQ(utf16_length(""), 0u);
+  EXPECT_EQ(utf16_length("abc"), 3u);
+  EXPECT_EQ(utf16_length("a\xC3\xA9\xF0\x9F\x98\x80"), 4u) << "a, e-acute (1), an emoji (2)";
+  EXPECT_EQ(utf16_length("\xFF\xFE" "a"), 3u) << "a byte that is not UTF-8 counts one";
+  EXPECT_EQ(utf16_length("\xF0\x9F"), 2u) << "a cut sequence does not read past the end";
+}
+
+TEST(LspText, PositionsBecomeByteOffsets) {
+  // line 0 "ab", line 1 "e-acute emoji x" ending in CRLF, line 2 "last" without an end.
+  const std::string t = "ab\n\xC3\xA9\xF0\x9F\x98\x80x\r\nlast";
+  EXPECT_EQ(byte_offset(t, 0, 0), 0u);
+  EXPECT_EQ(byte_offset(t, 0, 2), 2u);
+  EXPECT_EQ(byte_offset(t, 0, 9), 2u) << "past the end of a line: its end";
+  EXPECT_EQ(byte_offset(t, 1, 0), 3u);
+  EXPECT_EQ(byte_offset(t, 1, 1), 5u) << "after e-acute (2 bytes)";
+  EXPECT_EQ(byte_offset(t, 1, 3), 9u) << "after the emoji (4 bytes, 2 units)";
+  EXPECT_EQ(byte_offset(t, 1, 2), 9u) << "inside the surrogate pair: rounded up";
+  EXPECT_EQ(byte_offset(t, 1, 99), 10u) << "before the CRLF, never between CR and LF";
+  EXPECT_EQ(byte_offset(t, 2, 4), t.size());
+  EXPECT_EQ(byte_offset(t, 7, 0), t.size()) << "past the last line: the end";
+  EXPECT_EQ(line_at(t, 1), "\xC3\xA9\xF0\x9F\x98\x80x");
+  EXPECT_EQ(line_at(t, 2), "last");
+  EXPECT_EQ(line_at(t, 3), "");
+}
+
+// The bodies a reader gets from these bytes, written from another thread into a pipe.
+std::vector<std::string> read_all(const std::string& bytes, size_t max_body = 1 << 20) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = ::write(fds[1], bytes.data() + off, std::min<size_t>(bytes.size() - off, 7));  // in small pieces
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    ::close(fds[1]);
+  });
+  MessageReader reader(fds[0], max_body);
+  std::vector<std::string> out;
+  while (auto b = reader.next()) out.push_back(*b);
+  writer.join();
+  ::close(fds[0]);
+  return out;
+}
+
+TEST(LspFraming, BodiesByContentLengthAndBadHeadersSkipped) {
+  const std::string bytes =
+      "Content-Length: 2\r\n\r\n{}"
+      "content-length: 7\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[1,2,3]"
+      "Content-Length: twelve\r\n\r\n{\"lost\":1}"           // not a number: skipped
+      "Content-Length: 99999999\r\n\r\n{\"too\":\"big\"}"  // over the limit: skipped
+      "Content-Length: 4\n\nnull"                          // bare LF accepted
+      "Content-Length: 10\r\n\r\n{\"cut\":";               // the input ends inside a body
+  const auto bodies = read_all(bytes, 1 << 20);
+  ASSERT_EQ(bodies.size(), 3u);
+  EXPECT_EQ(bodies[0], "{}");
+  EXPECT_EQ(bodies[1], "[1,2,3]");
+  EXPECT_EQ(bodies[2], "null");
+}
+
+TEST(LspFraming, ABodyWithMultibyteTextIsCountedInBytes) {
+  const std::string body = "{\"t\":\"\xC3\xA9\xF0\x9F\x98\x80\"}";
+  const auto bodies = read_all("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(bodies[0], body);
+}
+
+}  // namespace
+}  // namespace ff::app::lsp
