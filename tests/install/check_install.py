@@ -110,7 +110,9 @@ def check_layout(build_dir, build_type):
 
         man = open(os.path.join(root, "share/man/man1/firstfault.1"), encoding="utf-8").read()
         for path in paths:
-            check(f'.SS "firstfault {" ".join(path)}"' in man, f"man page has a section for `firstfault {' '.join(path)}`")
+            # roff writes a name's hyphens as \- (slurm-epilog: slurm\-epilog)
+            title = " ".join(path).replace("-", "\\-")
+            check(f'.SS "firstfault {title}"' in man, f"man page has a section for `firstfault {' '.join(path)}`")
         check(".TH FIRSTFAULT 1" in man and ".SH EXIT STATUS" in man, "man page header and exit status")
         if shutil.which("man"):
             p = run(["man", "-l", "--warnings", os.path.join(root, "share/man/man1/firstfault.1")],
