@@ -4,13 +4,14 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace ff::io::detail {
 
 namespace {
 
 constexpr size_t kMaxEntry = 64u << 20;  // one entry, at most (a longer one is cut)
 
-bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(0, p.size()) == p; }
 
 // microseconds since the epoch -> 2026-12-02T03:40:00.123456+00:00 (rsyslog's RFC 3339 form)
 std::string iso_utc(std::string_view us_text) {
@@ -66,6 +67,12 @@ std::string text_of(const nlohmann::json& v) {
 
 }  // namespace
 
+// The journal fields a line is made of, and where each goes (both formats read these).
+const std::pair<std::string_view, std::string JournalDecoder::Fields::*> JournalDecoder::kFieldKeys[7] = {
+    {"__REALTIME_TIMESTAMP", &Fields::time_us}, {"_HOSTNAME", &Fields::host}, {"SYSLOG_IDENTIFIER", &Fields::identifier},
+    {"_SYSTEMD_UNIT", &Fields::unit},          {"_COMM", &Fields::comm},     {"_PID", &Fields::pid},
+    {"MESSAGE", &Fields::message}};
+
 JournalFormat detect_journal(std::string_view head) {
   const std::string_view first = head.substr(0, head.find('\n'));
   if (starts_with(first, "{\"") && first.find("\"__REALTIME_TIMESTAMP\"") != std::string_view::npos)
@@ -108,16 +115,9 @@ void JournalDecoder::json_line(std::string_view line, std::string& out) {
     return;
   }
   Fields f;
-  auto get = [&](const char* key, std::string& to) {
-    if (auto it = j.find(key); it != j.end()) to = text_of(*it);
-  };
-  get("__REALTIME_TIMESTAMP", f.time_us);
-  get("_HOSTNAME", f.host);
-  get("SYSLOG_IDENTIFIER", f.identifier);
-  get("_SYSTEMD_UNIT", f.unit);
-  get("_COMM", f.comm);
-  get("_PID", f.pid);
-  get("MESSAGE", f.message);
+  for (const auto& [key, field] : kFieldKeys) {
+    if (auto it = j.find(std::string(key)); it != j.end()) f.*field = text_of(*it);
+  }
   emit(f, out);
 }
 
@@ -159,13 +159,9 @@ void JournalDecoder::export_entries(std::string& out, bool at_end) {
         p = nl + 9 + static_cast<size_t>(len) + 1;
       }
       any = true;
-      if (key == "__REALTIME_TIMESTAMP") f.time_us = value;
-      else if (key == "_HOSTNAME") f.host = value;
-      else if (key == "SYSLOG_IDENTIFIER") f.identifier = value;
-      else if (key == "_SYSTEMD_UNIT") f.unit = value;
-      else if (key == "_COMM") f.comm = value;
-      else if (key == "_PID") f.pid = value;
-      else if (key == "MESSAGE") f.message = value;
+      for (const auto& [name, field] : kFieldKeys) {
+        if (key == name) f.*field = value;
+      }
     }
     if (!complete && !(at_end && any)) break;
     if (!complete) p = in_.size();

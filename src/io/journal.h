@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ff::io::detail {
 
@@ -36,6 +37,7 @@ class JournalDecoder {
   struct Fields {
     std::string time_us, host, identifier, unit, comm, pid, message;
   };
+  static const std::pair<std::string_view, std::string Fields::*> kFieldKeys[7];
   void emit(const Fields& f, std::string& out);
 
   JournalFormat format_;
