@@ -303,6 +303,13 @@ void set_error(httplib::Response& res, int status, const std::string& message) {
   res.set_content(dump(json{{"error", {{"status", status}, {"message", message}}}}), "application/json");
 }
 
+// An error after which the connection is closed (the request's body was not, or not all,
+// read, so the next bytes on the connection are not a request).
+void refuse(httplib::Response& res, int status, const std::string& message) {
+  res.set_header("Connection", "close");
+  set_error(res, status, message);
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -380,32 +387,28 @@ void Server::Impl::routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const std::string host = req.get_header_value("Host");
     if (loopback && !host_is_loopback(host, port)) {
-      set_error(res, 421,
-                fmt::format("Host '{}' is not this server: firstfault serve answers only to http://{}:{}/ (a page "
-                            "elsewhere must not reach it through a DNS name that points here)",
-                            host, options.bind, port));
-      res.set_header("Connection", "close");
+      refuse(res, 421,
+             fmt::format("Host '{}' is not this server: firstfault serve answers only to http://{}:{}/ (a page "
+                         "elsewhere must not reach it through a DNS name that points here)",
+                         host, options.bind, port));
       return httplib::Server::HandlerResponse::Handled;
     }
     // Only the two POST routes read a body, each through its own limit: any other method
     // or POST path is refused here, before httplib would read its body into memory.
     if (req.method != "GET" && req.method != "HEAD" && req.method != "POST") {
-      set_error(res, 405, "only GET and POST are answered here");
+      refuse(res, 405, "only GET and POST are answered here");
       res.set_header("Allow", "GET, HEAD, POST");
-      res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.method == "POST" && req.path != "/api/diagnose" && req.path != "/api/search") {
-      set_error(res, 404, "no such endpoint: POST " + req.path + " (POST /api/diagnose or /api/search)");
-      res.set_header("Connection", "close");
+      refuse(res, 404, "no such endpoint: POST " + req.path + " (POST /api/diagnose or /api/search)");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.method == "POST" && req.has_header("Origin")) {
       const std::string origin = req.get_header_value("Origin");
       const std::string_view rest = std::string_view(origin).substr(std::min<size_t>(origin.size(), 7));
       if (!starts_with(origin, "http://") || (loopback ? !host_is_loopback(rest, port) : rest != host)) {
-        set_error(res, 403, "a page from " + origin + " may not post to firstfault serve");
-        res.set_header("Connection", "close");
+        refuse(res, 403, "a page from " + origin + " may not post to firstfault serve");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -493,8 +496,7 @@ void Server::Impl::routes() {
                                     const httplib::ContentReader& reader) {
     std::string body;
     if (!read_small_body(reader, 1u << 20, body)) {
-      res.set_header("Connection", "close");
-      return set_error(res, 413, "a search query of more than 1 MiB, or one that could not be read");
+      return refuse(res, 413, "a search query of more than 1 MiB, or one that could not be read");
     }
     search(body, req, res);
   });
@@ -526,26 +528,23 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   if (req.has_header("Content-Length")) {
     const uint64_t len = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
     if (len > lim.max_upload_bytes) {
-      res.set_header("Connection", "close");
       Drain drain;
       reader([&](const char*, size_t n) { return drain.more(n); });
-      return set_error(res, 413,
-                       fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
-                                   "--max-upload, or run firstfault diagnose on the file)",
-                                   len, lim.max_upload_bytes));
+      return refuse(res, 413,
+                    fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
+                                "--max-upload, or run firstfault diagnose on the file)",
+                                len, lim.max_upload_bytes));
     }
   }
   switch (admission.enter(std::chrono::seconds(lim.queue_wait_s))) {
     case Admission::Outcome::kAdmitted: break;
     case Admission::Outcome::kQueueFull:
       res.set_header("Retry-After", "5");
-      res.set_header("Connection", "close");
-      return set_error(res, 503, fmt::format("busy: {} diagnoses running and {} waiting; try again in a few seconds",
-                                             lim.max_running, lim.max_waiting));
+      return refuse(res, 503, fmt::format("busy: {} diagnoses running and {} waiting; try again in a few seconds",
+                                          lim.max_running, lim.max_waiting));
     case Admission::Outcome::kTimedOut:
       res.set_header("Retry-After", "10");
-      res.set_header("Connection", "close");
-      return set_error(res, 503, fmt::format("busy: no diagnosis slot came free within {} s; try again", lim.queue_wait_s));
+      return refuse(res, 503, fmt::format("busy: no diagnosis slot came free within {} s; try again", lim.queue_wait_s));
   }
   struct Leave {
     Admission& a;
@@ -597,18 +596,16 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   feed.finish();
   worker.join();
   if (over) {
-    res.set_header("Connection", "close");
-    return set_error(res, 413, fmt::format("the upload is larger than {} bytes, the most this server accepts "
-                                           "(firstfault serve --max-upload)",
-                                           lim.max_upload_bytes));
+    return refuse(res, 413, fmt::format("the upload is larger than {} bytes, the most this server accepts "
+                                        "(firstfault serve --max-upload)",
+                                        lim.max_upload_bytes));
   }
   if (no_pipe) return set_error(res, 503, std::string("cannot start a diagnosis: ") + std::strerror(errno));
   if (!ok) {
-    res.set_header("Connection", "close");
-    return set_error(res, 400,
-                     req.is_multipart_form_data()
-                         ? "the multipart body could not be read (malformed, cut short, or the client went silent)"
-                         : "the body could not be read (cut short, or the client went silent)");
+    return refuse(res, 400,
+                  req.is_multipart_form_data()
+                      ? "the multipart body could not be read (malformed, cut short, or the client went silent)"
+                      : "the body could not be read (cut short, or the client went silent)");
   }
   if (!failure.empty()) return set_error(res, 500, "the diagnosis failed: " + failure);
   if (feed.streams() == 0) return set_error(res, 400, "no file in the upload: send a text body or multipart files");
