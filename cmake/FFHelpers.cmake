@@ -24,7 +24,16 @@ function(ff_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
   add_library(ff_${name} STATIC ${M_SOURCES})
   add_library(ff::${name} ALIAS ff_${name})
-  target_include_directories(ff_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  # Each library exports only its own headers: a folder holding one link, <name> ->
+  # src/<name>, so `#include "<name>/x.h"` works for it and for what links it, and an
+  # include of a module it does not link fails to compile. (tools/check-layering checks the
+  # finer table of ARCHITECTURE.md, which the link closure alone cannot.)
+  set(inc ${PROJECT_BINARY_DIR}/ff-include/${name})
+  if(NOT IS_SYMLINK ${inc}/${name})
+    file(MAKE_DIRECTORY ${inc})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${name} ${inc}/${name} SYMBOLIC)
+  endif()
+  target_include_directories(ff_${name} PUBLIC ${inc})
   target_link_libraries(ff_${name} PUBLIC ${M_DEPS})
   ff_warnings(ff_${name})
 endfunction()
