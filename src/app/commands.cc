@@ -380,6 +380,8 @@ int run_kb_check(const Options& opt) {
   fmt::print("categories:{}\n", cats);
   fmt::print("provenance: {} of {} patterns name their upstream source, {} carry a source_note\n", rep.sourced,
              rep.patterns, rep.noted);
+  fmt::print("rules:\n");
+  for (const auto& r : rep.rules) fmt::print("  {:<28} {:>5} checked, {:>4} failed\n", r.name, r.checked, r.failed);
   return errors == 0 ? 0 : 1;
 }
 

@@ -41,18 +41,23 @@ LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view mess
 
 KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) {
   KbCheckReport rep;
+  rep.rules = {{"patterns.provenance"}, {"examples.win"}, {"negatives.no-match"}, {"links.exist"}, {"formats.samples"}};
+  RuleCount &provenance = rep.rules[0], &wins = rep.rules[1], &negatives = rep.rules[2], &links = rep.rules[3],
+            &samples = rep.rules[4];
   std::string clean;
   for (const auto& e : kb.entries) {
     rep.patterns += e.patterns.size();
     for (const auto& p : e.patterns) {
+      ++provenance.checked;
       if (!p.sources.empty()) ++rep.sourced;
       else if (!trim(p.source_note).empty()) ++rep.noted;
-      else
+      else if (++provenance.failed)
         rep.problems.push_back(fmt::format("{}:{}: {}: pattern '{}' has neither a source nor a source_note", e.file, p.line,
                                            e.id, p.id));
     }
     for (const auto& ex : e.examples) {
       ++rep.examples;
+      ++wins.checked;
       bool ok = false;
       std::string why = "no line of the example matches any pattern of the entry";
       for (std::string_view line : split(ex.text, '\n')) {
@@ -78,26 +83,36 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) 
           break;
         }
       }
-      if (!ok) rep.problems.push_back(fmt::format("{}:{}: {}: example: {}", e.file, ex.line, e.id, why));
+      if (!ok && ++wins.failed) rep.problems.push_back(fmt::format("{}:{}: {}: example: {}", e.file, ex.line, e.id, why));
     }
     for (const auto& neg : e.negatives) {
+      ++negatives.checked;
       record::clean_line(neg, clean);
       record::Record rec;
       engine.prefixes().parse(clean, rec);
       LineWinner w = best_entry_for_line(engine, rec.message);
-      if (std::find(w.all.begin(), w.all.end(), e.id) != w.all.end())
+      if (std::find(w.all.begin(), w.all.end(), e.id) != w.all.end() && ++negatives.failed)
         rep.problems.push_back(fmt::format("{}: {}: negative sample matches: {}", e.file, e.id, neg.substr(0, 100)));
     }
     for (const auto& l : e.lookalikes) {
-      if (!kb.find(l.id)) rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
+      ++links.checked;
+      if (!kb.find(l.id) && ++links.failed) rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
     }
     for (const auto& r : e.related) {
-      if (!kb.find(r)) rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
+      ++links.checked;
+      if (!kb.find(r) && ++links.failed) rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
     }
   }
-  for (const auto& bad : engine.prefixes().check_samples()) rep.problems.push_back("formats: sample does not match: " + bad);
-  for (const auto& bad : engine.source_names().check_samples())
+  samples.checked = kb.prefixes.size() + kb.source_names.size();
+  for (const auto& bad : engine.prefixes().check_samples()) {
+    ++samples.failed;
+    rep.problems.push_back("formats: sample does not match: " + bad);
+  }
+  for (const auto& bad : engine.source_names().check_samples()) {
+    ++samples.failed;
     rep.problems.push_back("formats/sources: sample does not match: " + bad);
+  }
+  check_pages(kb, rep);
   return rep;
 }
 

@@ -37,7 +37,15 @@ std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stat
 // into a shell, a hostile line runs nothing (issue 14).
 void quote_suggested_commands(analyze::Diagnosis& d);
 
+// One rule of `kb check`: how many things it looked at and how many failed it.
+struct RuleCount {
+  std::string name;
+  size_t checked = 0;
+  size_t failed = 0;
+};
+
 struct KbCheckReport {
+  std::vector<RuleCount> rules;  // every rule enforced, in the order they ran
   size_t patterns = 0;
   size_t sourced = 0;        // patterns with an upstream `source:`
   size_t noted = 0;          // patterns with only a `source_note:` (not checked upstream)
@@ -46,6 +54,8 @@ struct KbCheckReport {
 };
 
 KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine);
+// The page rules (kb_lint.cc; kb/README.md "The page"), run by check_kb.
+void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep);
 
 // The entry that wins a line among all KB hits (highest priority, then longest match,
 // then id); empty when nothing matches.

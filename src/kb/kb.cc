@@ -238,7 +238,53 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
   }
   e.root_cause = c.str(doc, "root_cause", true);
   e.fix = c.list(doc, "fix", true);
-  e.verify = c.str(doc, "verify", true);
+  if (YAML::Node v = doc["verify"]; v && v.IsMap()) {
+    e.verify = c.str(v, "command", true);
+    e.verify_where = c.str(v, "where", true);
+    e.verify_expect = c.str(v, "expect", true);
+    if (!e.verify_where.empty() && !contains({"shell", "rerun", "in-process"}, e.verify_where))
+      c.fail(v["where"], "verify.where", "must be shell, rerun or in-process");
+    for (const auto& kv : v) {
+      std::string k = kv.first.as<std::string>();
+      if (!contains({"command", "where", "expect"}, k)) c.fail(kv.second, "verify." + k, "unknown field (where, command, expect)");
+    }
+  } else {
+    e.verify = c.str(doc, "verify", true);
+  }
+  if (YAML::Node t = doc["transience_rule"]; t) {
+    if (!t.IsMap()) {
+      c.fail(t, "transience_rule", "must be a mapping {recovers, stop}");
+    } else {
+      e.transience_recovers = c.str(t, "recovers", true);
+      e.transience_stop = c.str(t, "stop", true);
+    }
+  }
+  if (YAML::Node f = doc["faq"]; f) {
+    if (!f.IsMap()) {
+      c.fail(f, "faq", "must be a mapping (hardware_or_software, fix_time, inference, cheapest_confirm, scale, monitor, docs)");
+    } else {
+      e.faq.hardware_or_software = c.str(f, "hardware_or_software", false);
+      e.faq.fix_time = c.str(f, "fix_time", false);
+      e.faq.inference = c.str(f, "inference", false);
+      e.faq.cheapest_confirm = c.str(f, "cheapest_confirm", false);
+      e.faq.scale = c.str(f, "scale", false);
+      e.faq.monitor = c.str(f, "monitor", false);
+      if (YAML::Node d = f["docs"]; d && d.IsSequence()) {
+        for (size_t i = 0; i < d.size(); ++i) {
+          if (d[i].IsScalar()) e.faq.docs.push_back({d[i].as<std::string>(), ""});
+          else if (d[i].IsMap()) e.faq.docs.push_back({c.str(d[i], "url", true), c.str(d[i], "note", false)});
+          else c.fail(d[i], "faq.docs[" + std::to_string(i) + "]", "must be a URL or {url, note}");
+        }
+      } else if (d) {
+        c.fail(d, "faq.docs", "must be a list of {url, note}");
+      }
+      for (const auto& kv : f) {
+        std::string k = kv.first.as<std::string>();
+        if (!contains({"hardware_or_software", "fix_time", "inference", "cheapest_confirm", "scale", "monitor", "docs"}, k))
+          c.fail(kv.second, "faq." + k, "unknown question");
+      }
+    }
+  }
   e.prevention = c.list(doc, "prevention", false);
   e.related = c.list(doc, "related", false);
   e.negatives = c.list(doc, "negatives", false);
@@ -348,6 +394,12 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
   YAML::Node code = doc["code_examples"];
   if (code && code.IsMap()) {
     for (const auto& kv : code) e.code_examples[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  YAML::Node code_note = doc["code_examples_note"];
+  if (code_note && code_note.IsMap()) {
+    for (const auto& kv : code_note) e.code_examples_note[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  } else if (code_note) {
+    c.fail(code_note, "code_examples_note", "must be a mapping framework: why no example applies");
   }
   YAML::Node exs = doc["examples"];
   if (!exs || !exs.IsSequence() || exs.size() == 0) {
@@ -460,6 +512,20 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
     for (const auto& t : c.list(doc, "library_frames", false))
       if (!contains(kb.library_frames, t)) kb.library_frames.push_back(t);
   }
+  for (auto [key, into] : {std::pair{"commands", &kb.lint.commands}, {"per_process_state", &kb.lint.per_process_state},
+                           {"configurable_frameworks", &kb.lint.configurable_frameworks},
+                           {"code_example_kinds", &kb.lint.code_example_kinds}}) {
+    if (YAML::Node n = doc[key]; n && n.IsSequence())
+      for (const auto& t : c.list(doc, key, false))
+        if (!contains(*into, t)) into->push_back(t);
+  }
+  for (auto [key, into] : {std::pair{"default_branches", &kb.lint.default_branches}, {"singletons", &kb.lint.tag_singletons}}) {
+    if (YAML::Node n = doc[key]; n && n.IsMap()) {
+      for (const auto& kv : n) (*into)[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    } else if (n) {
+      c.fail(n, key, "must be a mapping");
+    }
+  }
   if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
 
@@ -562,8 +628,9 @@ namespace {
 
 constexpr const char* kCacheMagic = "ffkb";
 // 6: checksums of the two sections after the key; 7: precedence, teardown exceptions,
-// total_of and the completion role; 8: library_frames; 9: a pattern's sources and source_note.
-constexpr const char* kCacheVersion = "kbcache-9";
+// total_of and the completion role; 8: library_frames; 9: a pattern's sources and source_note;
+// 10: the page (verify's where and expect, transience_rule, faq, code_examples_note) and lint data.
+constexpr const char* kCacheVersion = "kbcache-10";
 
 // One field list per type serves both directions, so the writer and the reader cannot
 // disagree on the layout.
@@ -578,6 +645,13 @@ void fields(auto& io, Is<Example> auto& x) { io(x.text, x.captures, x.line); }
 void fields(auto& io, Is<Symptom> auto& s) { io(s.symptom, s.why); }
 void fields(auto& io, Is<Reference> auto& r) { io(r.url, r.note); }
 void fields(auto& io, Is<Lookalike> auto& l) { io(l.id, l.how_to_tell); }
+void fields(auto& io, Is<Faq> auto& f) {
+  io(f.hardware_or_software, f.fix_time, f.inference, f.cheapest_confirm, f.scale, f.monitor, f.docs);
+}
+void fields(auto& io, Is<LintData> auto& l) {
+  io(l.commands, l.per_process_state, l.configurable_frameworks, l.code_example_kinds, l.default_branches,
+     l.tag_singletons);
+}
 // An entry is the fields a diagnosis reads, then the page fields (LoadOptions::page_fields),
 // which the cache keeps in a section of their own so that a load without them skips it.
 void fields(auto& io, Is<Entry> auto& e) {
@@ -586,7 +660,8 @@ void fields(auto& io, Is<Entry> auto& e) {
 }
 void page_fields(auto& io, Is<Entry> auto& e) {
   io(e.phase, e.frameworks, e.tags, e.mechanism, e.affected, e.confirm, e.transience, e.lookalikes, e.prevention,
-     e.related, e.code_examples, e.examples, e.negatives);
+     e.related, e.code_examples, e.examples, e.negatives, e.verify_where, e.verify_expect, e.transience_recovers,
+     e.transience_stop, e.faq, e.code_examples_note);
 }
 void fields(auto& io, Is<PrefixFormat> auto& f) { io(f.id, f.regex, f.consume, f.time_format, f.samples, f.line); }
 void fields(auto& io, Is<ExceptionRule> auto& r) { io(r.type, r.category); }
@@ -595,7 +670,7 @@ void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
 void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
   io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs,
-     kb.exception_default_category, kb.teardown_exceptions, kb.library_frames);
+     kb.exception_default_category, kb.teardown_exceptions, kb.library_frames, kb.lint);
 }
 void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
 void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }

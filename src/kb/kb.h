@@ -104,6 +104,21 @@ struct Lookalike {
   bool operator==(const Lookalike&) const = default;
 };
 
+// The questions every encyclopedia page answers for its entry (kb/README.md, "The page").
+struct Faq {
+  std::string hardware_or_software;
+  std::string fix_time;
+  std::string inference;         // does it affect inference too
+  std::string cheapest_confirm;
+  std::string scale;             // how it changes from 1 GPU to 1,000
+  std::string monitor;           // the fingerprint to alert on
+  std::vector<Reference> docs;   // the official documentation
+
+  bool empty() const { return hardware_or_software.empty() && fix_time.empty() && inference.empty() &&
+                              cheapest_confirm.empty() && scale.empty() && monitor.empty() && docs.empty(); }
+  bool operator==(const Faq&) const = default;
+};
+
 struct Entry {
   std::string id;
   std::string title;
@@ -122,11 +137,17 @@ struct Entry {
   std::vector<Symptom> symptoms;
   std::string root_cause;
   std::vector<std::string> fix;
-  std::string verify;
+  std::string verify;           // the command that checks the post-fix state
+  std::string verify_where;     // "shell", "rerun" or "in-process" (empty: a plain-string verify)
+  std::string verify_expect;    // what its output shows when the fix worked
+  std::string transience_recovers;  // transience_rule.recovers: when it goes away by itself
+  std::string transience_stop;      // transience_rule.stop: when to stop the run
+  Faq faq;
   std::vector<std::string> prevention;
   std::vector<std::string> related;
   std::vector<Reference> references;
   std::map<std::string, std::string> code_examples;
+  std::map<std::string, std::string> code_examples_note;  // framework -> why no example applies
   std::vector<Example> examples;
   std::vector<std::string> negatives;
   std::string file;        // where it was loaded from (kb-relative for embedded files)
@@ -182,8 +203,21 @@ struct MetricSpec {
   bool operator==(const MetricSpec&) const = default;
 };
 
+// The data of `kb check`'s page rules (kb/formats/lint.yaml, kb/formats/tags.yaml).
+struct LintData {
+  std::vector<std::string> commands;                 // programs a shell/rerun verify may start with
+  std::vector<std::string> per_process_state;        // calls only the training process can answer
+  std::vector<std::string> configurable_frameworks;  // an entry naming one shows its config
+  std::vector<std::string> code_example_kinds;
+  std::map<std::string, std::string> default_branches;  // owner/name -> branch
+  std::map<std::string, std::string> tag_singletons;    // tag -> why only one entry has it
+
+  bool operator==(const LintData&) const = default;
+};
+
 struct KnowledgeBase {
   std::vector<Entry> entries;
+  LintData lint;
   std::vector<PrefixFormat> prefixes;
   std::vector<PrefixFormat> source_names;  // formats over source names (kb/formats/sources.yaml)
   std::vector<ExceptionRule> exceptions;

@@ -1,0 +1,229 @@
+// The page rules of `kb check` (kb/README.md, "The page"): every entry has the fields an
+// engineer looks for, its verify is a command run where the state it reads lives, its text
+// renders, its tags join it to other entries, and its GitHub links name real branches.
+// The data the rules read is kb/formats/lint.yaml and kb/formats/tags.yaml.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "app/kb_check.h"
+#include "base/strings.h"
+
+namespace ff::app {
+namespace {
+
+bool in(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+bool is_blank(std::string_view s) { return trim(s).empty(); }
+
+// The first word a shell runs: past `VAR=value` assignments, a leading `(` or `!`, and the
+// program's folder (`/usr/bin/nvidia-smi`, `./all_reduce_perf`).
+std::string first_program(std::string_view cmd) {
+  size_t i = 0;
+  while (true) {
+    while (i < cmd.size() && (cmd[i] == ' ' || cmd[i] == '\t' || cmd[i] == '\n' || cmd[i] == '(' || cmd[i] == '!')) ++i;
+    size_t j = i;
+    while (j < cmd.size() && cmd[j] != ' ' && cmd[j] != '\t' && cmd[j] != '\n' && cmd[j] != ';' && cmd[j] != '|') ++j;
+    std::string_view word = cmd.substr(i, j - i);
+    size_t eq = word.find('=');
+    bool assignment = eq != std::string_view::npos && eq > 0 &&
+                      std::all_of(word.begin(), word.begin() + eq, [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+    if (assignment && j < cmd.size()) {
+      // A quoted value may hold spaces: skip to its closing quote.
+      if (eq + 1 < word.size() && (word[eq + 1] == '"' || word[eq + 1] == '\'')) {
+        size_t close = cmd.find(word[eq + 1], i + eq + 2);
+        if (close == std::string_view::npos) return std::string(word);
+        j = close + 1;
+        while (j < cmd.size() && cmd[j] != ' ' && cmd[j] != '\t') ++j;
+      }
+      i = j;
+      continue;
+    }
+    size_t slash = word.rfind('/');
+    if (slash != std::string_view::npos) word.remove_prefix(slash + 1);
+    return std::string(word);
+  }
+}
+
+// Inline Markdown that would show raw on a page: an odd number of backticks, or an odd
+// number of `**` / lone `*` outside code spans. Returns what is wrong, or "".
+std::string markdown_problem(std::string_view text) {
+  size_t ticks = 0;
+  for (char c : text) ticks += c == '`';
+  if (ticks % 2) return "an unmatched backtick";
+  std::string outside;
+  bool code = false;
+  for (char c : text) {
+    if (c == '`') code = !code;
+    else if (!code) outside += c;
+  }
+  size_t strong = 0, em = 0;
+  for (size_t i = 0; i < outside.size(); ++i) {
+    if (outside[i] != '*') continue;
+    if (i + 1 < outside.size() && outside[i + 1] == '*') {
+      ++strong;
+      ++i;
+      continue;
+    }
+    // A `*` between spaces or digits is arithmetic or a bullet, not emphasis: it renders as itself.
+    bool before = i > 0 && outside[i - 1] != ' ' && outside[i - 1] != '\n';
+    bool after = i + 1 < outside.size() && outside[i + 1] != ' ' && outside[i + 1] != '\n';
+    if (before || after) ++em;
+  }
+  if (strong % 2) return "an unmatched '**'";
+  if (em % 2) return "an unmatched '*' (put globs and products inside backticks)";
+  return "";
+}
+
+// GitHub URL → (owner/name, branch-or-ref) for blob/ and tree/ links.
+std::optional<std::pair<std::string, std::string>> github_ref(std::string_view url) {
+  constexpr std::string_view kHost = "https://github.com/";
+  if (!starts_with(url, kHost)) return std::nullopt;
+  auto parts = split(url.substr(kHost.size()), '/');
+  if (parts.size() < 4 || (parts[2] != "blob" && parts[2] != "tree")) return std::nullopt;
+  return std::pair{std::string(parts[0]) + "/" + std::string(parts[1]), std::string(parts[3])};
+}
+
+// A ref that is not a branch: a release tag (v2.18.5-1, 2.1.0, slurm-23-02-7-1) or a commit.
+bool is_tag_or_commit(std::string_view ref) {
+  bool hex = ref.size() >= 7 && std::all_of(ref.begin(), ref.end(), [](char c) { return std::isxdigit((unsigned char)c); });
+  return hex || std::any_of(ref.begin(), ref.end(), [](char c) { return std::isdigit((unsigned char)c); });
+}
+
+}  // namespace
+
+void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep) {
+  const kb::LintData& lint = kb.lint;
+  auto rule = [&](const char* name) -> RuleCount& {
+    for (auto& r : rep.rules)
+      if (r.name == name) return r;
+    rep.rules.push_back({name, 0, 0});
+    return rep.rules.back();
+  };
+  auto fail = [&](RuleCount& r, const kb::Entry& e, const std::string& what) {
+    ++r.failed;
+    rep.problems.push_back(fmt::format("{}: {}: {}", e.file, e.id, what));
+  };
+  std::map<std::string, std::vector<std::string>> tag_users;
+  for (const auto& e : kb.entries) {
+    for (const auto& t : e.tags) tag_users[t].push_back(e.id);
+    // The entries that recognise a finished run have no failure to explain.
+    if (e.category == "healthy") continue;
+
+    RuleCount& fields = rule("page.fields");
+    ++fields.checked;
+    std::vector<std::string> missing;
+    if (e.symptoms.size() < 2) missing.push_back("symptoms (at least two rows)");
+    if (e.prevention.empty()) missing.push_back("prevention");
+    if (e.transience.empty()) missing.push_back("transience");
+    if (is_blank(e.transience_recovers) || is_blank(e.transience_stop)) missing.push_back("transience_rule {recovers, stop}");
+    const kb::Faq& q = e.faq;
+    for (auto [name, text] : {std::pair{"hardware_or_software", &q.hardware_or_software}, {"fix_time", &q.fix_time},
+                              {"inference", &q.inference}, {"cheapest_confirm", &q.cheapest_confirm},
+                              {"scale", &q.scale}, {"monitor", &q.monitor}})
+      if (is_blank(*text)) missing.push_back(fmt::format("faq.{}", name));
+    if (q.docs.empty()) missing.push_back("faq.docs");
+    for (const auto& d : q.docs)
+      if (!starts_with(d.url, "https://")) missing.push_back("faq.docs with an https:// URL (" + d.url + ")");
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      fail(fields, e, "the page lacks " + list);
+    }
+
+    RuleCount& examples = rule("page.code-examples");
+    ++examples.checked;
+    for (const auto& [kind, code] : e.code_examples)
+      if (!in(lint.code_example_kinds, kind))
+        fail(examples, e, fmt::format("code_examples.{}: not a kind of lint.yaml code_example_kinds", kind));
+    for (const auto& fw : e.frameworks)
+      if (in(lint.configurable_frameworks, fw) && !e.code_examples.count(fw) && !e.code_examples_note.count(fw))
+        fail(examples, e, fmt::format("names {} but has no code_examples.{} (or code_examples_note.{} saying why none applies)", fw, fw, fw));
+
+    RuleCount& verify = rule("verify.command");
+    ++verify.checked;
+    if (e.verify_where.empty()) {
+      fail(verify, e, "verify is a plain string: give {where, command, expect}");
+    } else if (e.verify_where == "in-process") {
+      std::string prog = first_program(e.verify);
+      if (in(lint.commands, prog) && prog != "print")
+        fail(verify, e, fmt::format("verify.where is in-process, but the command starts the program '{}': Python lines to add to the training script belong here", prog));
+    } else {
+      std::string prog = first_program(e.verify);
+      if (!in(lint.commands, prog))
+        fail(verify, e, fmt::format("verify.command does not start with a program (first word '{}'; lint.yaml commands)", prog));
+      for (const auto& call : lint.per_process_state)
+        if (e.verify.find(call) != std::string::npos)
+          fail(verify, e, fmt::format("verify.command reads per-process state ('{}') from a fresh process: it always reads the default; use where: in-process", call));
+    }
+
+    RuleCount& md = rule("page.markdown");
+    ++md.checked;
+    std::vector<std::pair<std::string, const std::string*>> texts{
+        {"summary", &e.summary}, {"mechanism", &e.mechanism}, {"root_cause", &e.root_cause},
+        {"verify.expect", &e.verify_expect}, {"transience_rule.recovers", &e.transience_recovers},
+        {"transience_rule.stop", &e.transience_stop}, {"faq.hardware_or_software", &q.hardware_or_software},
+        {"faq.fix_time", &q.fix_time}, {"faq.inference", &q.inference}, {"faq.cheapest_confirm", &q.cheapest_confirm},
+        {"faq.scale", &q.scale}, {"faq.monitor", &q.monitor}};
+    auto add_list = [&](const char* name, const std::vector<std::string>& v) {
+      for (size_t i = 0; i < v.size(); ++i) texts.push_back({fmt::format("{}[{}]", name, i), &v[i]});
+    };
+    add_list("fix", e.fix);
+    add_list("confirm", e.confirm);
+    add_list("prevention", e.prevention);
+    for (size_t i = 0; i < e.symptoms.size(); ++i) {
+      texts.push_back({fmt::format("symptoms[{}].symptom", i), &e.symptoms[i].symptom});
+      texts.push_back({fmt::format("symptoms[{}].why", i), &e.symptoms[i].why});
+    }
+    for (const auto& [name, text] : texts) {
+      std::string why = markdown_problem(*text);
+      if (!why.empty()) fail(md, e, fmt::format("{} has {}", name, why));
+    }
+
+    RuleCount& refs = rule("references.default-branch");
+    std::vector<const kb::Reference*> links;
+    for (const auto& r : e.references) links.push_back(&r);
+    for (const auto& r : q.docs) links.push_back(&r);
+    for (const auto* r : links) {
+      auto gh = github_ref(r->url);
+      if (!gh) continue;
+      ++refs.checked;
+      auto it = lint.default_branches.find(gh->first);
+      if (it == lint.default_branches.end()) {
+        if (!is_tag_or_commit(gh->second))
+          fail(refs, e, fmt::format("{}: {} is not in lint.yaml default_branches (add its default branch)", r->url, gh->first));
+      } else if (gh->second != it->second && !is_tag_or_commit(gh->second)) {
+        fail(refs, e, fmt::format("{}: {}'s default branch is {}, not {}", r->url, gh->first, it->second, gh->second));
+      }
+    }
+  }
+
+  RuleCount& tags = rule("tags.shared");
+  for (const auto& [tag, users] : tag_users) {
+    ++tags.checked;
+    bool good = std::all_of(tag.begin(), tag.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; });
+    const kb::Entry* e = kb.find(users.front());
+    if (!good) {
+      ++tags.failed;
+      rep.problems.push_back(fmt::format("{}: {}: tag '{}' is not lowercase [a-z0-9_-]", e->file, e->id, tag));
+    }
+    if (users.size() == 1 && !lint.tag_singletons.count(tag)) {
+      ++tags.failed;
+      rep.problems.push_back(fmt::format("{}: {}: tag '{}' is used by no other entry: merge it into a shared tag or justify it in formats/tags.yaml singletons", e->file, e->id, tag));
+    }
+  }
+  for (const auto& [tag, why] : lint.tag_singletons) {
+    auto it = tag_users.find(tag);
+    if (it == tag_users.end() || it->second.size() != 1) {
+      ++tags.failed;
+      rep.problems.push_back(fmt::format("formats/tags.yaml: singleton '{}' is used by {} entries: drop its justification",
+                                         tag, it == tag_users.end() ? 0 : it->second.size()));
+    }
+  }
+}
+
+}  // namespace ff::app
