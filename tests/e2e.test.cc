@@ -423,6 +423,26 @@ TEST_F(E2EDidYouMean, FlagsEntryIdsAndFilterValues) {
   EXPECT_NE(good.out.find("pytorch.cuda.out-of-memory"), std::string::npos);
 }
 
+// Issue 22: explain shows the page in the terminal: where the verify command runs and what it
+// shows, the transient/terminal rule and the FAQ; kb list --tags counts the tags.
+TEST_F(E2EDidYouMean, ExplainShowsThePageAndKbListCountsTags) {
+  ff::test::Outcome o = run("explain pytorch.cuda.out-of-memory");
+  ASSERT_EQ(o.rc, 0) << o.err;
+  for (const char* part : {"\nVerify: ", "  expect: ", "\nTransient or terminal: terminal", "  recovers: ", "  stop: ",
+                           "\nFAQ\n", "Hardware or software?", "From 1 GPU to 1,000?", "What to monitor?", "Documentation\n    https://"})
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
+  ff::test::Outcome tags = run("kb list --tags --format json");
+  ASSERT_EQ(tags.rc, 0) << tags.err;
+  auto j = nlohmann::ordered_json::parse(tags.out);
+  ASSERT_TRUE(j.contains("oom")) << tags.out;
+  EXPECT_GE(j["oom"].get<int>(), 2);
+  int previous = 1 << 30;
+  for (const auto& [tag, n] : j.items()) {
+    EXPECT_LE(n.get<int>(), previous) << "most used first: " << tag;
+    previous = n.get<int>();
+  }
+}
+
 TEST_F(E2EDidYouMean, EachSubcommandsHelpSpeaksOfThatSubcommand) {
   ff::test::Outcome diag = run("diagnose --help");
   EXPECT_NE(diag.out.find("healthy: the log shows the run completing"), std::string::npos) << diag.out;

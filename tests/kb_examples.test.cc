@@ -2,8 +2,16 @@
 // collision check); negatives must not match; prefix samples must parse.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <unistd.h>
+
 #include "app/commands.h"
 #include "app/kb_check.h"
+#include "base/strings.h"
 
 namespace ff::app {
 namespace {
@@ -27,6 +35,54 @@ TEST(KbExamples, AllPatternsCompileInVectorscan) {
 #ifdef FF_HAVE_VECTORSCAN
   for (const auto& w : loaded->engine->warnings()) ADD_FAILURE() << w.to_string();
 #endif
+}
+
+// Runs a shell command line and returns what it printed (stdout and stderr).
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return "popen failed";
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// A verify command is runnable as written: `bash -n` parses every shell and rerun command,
+// and Python compiles every in-process one (kb/README.md, "The page").
+TEST(KbExamples, EveryVerifyCommandParses) {
+  Options opt;
+  opt.no_cache = true;
+  auto loaded = load_everything(opt, true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ff-verify-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::map<std::string, std::string> file_to_id;
+  size_t shell = 0, python = 0;
+  for (size_t i = 0; i < loaded->kb->entries.size(); ++i) {
+    const kb::Entry& e = loaded->kb->entries[i];
+    if (e.verify_where.empty()) continue;
+    bool py = e.verify_where == "in-process";
+    std::string name = std::to_string(i) + (py ? ".py" : ".sh");
+    std::ofstream(dir / name) << e.verify << "\n";
+    file_to_id[name] = e.id;
+    (py ? python : shell)++;
+  }
+  std::string bash_out = run("cd '" + dir.string() + "' && for f in *.sh; do [ -e \"$f\" ] || continue; bash -n \"$f\" || echo \"FAILED $f\"; done");
+  std::string py_out = run("cd '" + dir.string() + "' && python3 -c 'import glob,sys\nfor f in sorted(glob.glob(\"*.py\")):\n  try: compile(open(f).read(), f, \"exec\")\n  except SyntaxError as e: print(\"FAILED\", f, e)'");
+  for (const std::string* out : {&bash_out, &py_out}) {
+    for (std::string_view line : split(*out, '\n')) {
+      if (line.substr(0, 7) != "FAILED ") continue;
+      std::string file(line.substr(7, line.find(' ', 7) == std::string_view::npos ? line.npos : line.find(' ', 7) - 7));
+      ADD_FAILURE() << file_to_id[file] << ": verify.command does not parse: " << *out;
+    }
+  }
+  fs::remove_all(dir);
+  // Every entry but the healthy ones has a structured verify (kb check's verify.command rule).
+  EXPECT_GT(shell + python, loaded->kb->entries.size() / 2) << "too few structured verify commands were checked";
+  EXPECT_GT(python, 0u);
 }
 
 }  // namespace

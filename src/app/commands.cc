@@ -436,6 +436,29 @@ int run_kb_list(const Options& opt) {
                       escape_for_terminal(e.title)});
     }
   }
+  if (opt.list_tags) {
+    std::map<std::string, size_t> count;
+    for (const auto& e : loaded->kb->entries) {
+      if (!opt.filter_category.empty() && e.category != opt.filter_category) continue;
+      if (!opt.filter_framework.empty() &&
+          std::find(e.frameworks.begin(), e.frameworks.end(), opt.filter_framework) == e.frameworks.end())
+        continue;
+      if (!opt.filter_phase.empty() && e.phase != opt.filter_phase) continue;
+      for (const auto& t : e.tags) ++count[t];
+    }
+    std::vector<std::pair<std::string, size_t>> tags(count.begin(), count.end());
+    std::stable_sort(tags.begin(), tags.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (opt.format == "json") {
+      nlohmann::ordered_json j = nlohmann::ordered_json::object();
+      for (const auto& [t, n] : tags) j[t] = n;
+      fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    } else {
+      std::string out;
+      for (const auto& [t, n] : tags) out += fmt::format("{:>4}  {}\n", n, escape_for_terminal(t));
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+    return tags.empty() ? 1 : 0;
+  }
   if (opt.format != "json") {
     // Columns as wide as their longest cell; on a terminal the title is cut to what is
     // left of its width, or, when too little is left, goes under the id.
@@ -492,12 +515,44 @@ int run_explain(const Options& opt) {
     out += fmt::format("\nSymptoms\n");
     for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", tn(s.symptom), tn(s.why));
   }
-  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", tn(e->root_cause));
+  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", tn(std::string(trim(e->root_cause))));
   for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, tn(e->fix[i]));
-  out += fmt::format("\nVerify\n  {}\n", tn(e->verify));
+  static const std::map<std::string, std::string> kWhere = {
+      {"shell", "in a shell on the node, after the fix"},
+      {"rerun", "rerun a few steps of the job with the fix"},
+      {"in-process", "add these lines to the training script"}};
+  auto where = kWhere.find(e->verify_where);
+  out += fmt::format("\nVerify{}\n", where == kWhere.end() ? "" : ": " + where->second);
+  for (std::string_view line : split(trim(e->verify), '\n')) out += fmt::format("    {}\n", tn(std::string(line)));
+  if (!e->verify_expect.empty()) out += fmt::format("  expect: {}\n", tn(e->verify_expect));
+  if (!e->transience.empty() || !e->transience_recovers.empty()) {
+    out += fmt::format("\nTransient or terminal: {}\n", t1(e->transience.empty() ? "see below" : e->transience));
+    if (!e->transience_recovers.empty()) out += fmt::format("  recovers: {}\n", tn(e->transience_recovers));
+    if (!e->transience_stop.empty()) out += fmt::format("  stop: {}\n", tn(e->transience_stop));
+  }
   if (!e->prevention.empty()) {
     out += fmt::format("\nPrevention\n");
     for (const auto& p : e->prevention) out += fmt::format("  - {}\n", tn(p));
+  }
+  if (!e->faq.empty()) {
+    out += "\nFAQ\n";
+    const kb::Faq& q = e->faq;
+    for (auto [question, answer] : {std::pair{"Hardware or software?", &q.hardware_or_software},
+                                    {"How long does the fix take?", &q.fix_time},
+                                    {"Does it affect inference?", &q.inference},
+                                    {"Cheapest way to confirm?", &q.cheapest_confirm},
+                                    {"From 1 GPU to 1,000?", &q.scale},
+                                    {"What to monitor?", &q.monitor}})
+      if (!answer->empty()) out += fmt::format("  {}\n    {}\n", question, tn(std::string(trim(*answer))));
+    for (const auto& d : q.docs)
+      out += fmt::format("  Documentation\n    {}{}\n", t1(d.url), d.note.empty() ? "" : "  (" + t1(d.note) + ")");
+  }
+  if (!e->code_examples.empty()) {
+    out += "\nCode examples\n";
+    for (const auto& [kind, code] : e->code_examples) {
+      out += fmt::format("  {}:\n", t1(kind));
+      for (std::string_view line : split(trim(code), '\n')) out += fmt::format("    {}\n", tn(std::string(line)));
+    }
   }
   out += fmt::format("\nPatterns\n");
   for (const auto& p : e->patterns) {

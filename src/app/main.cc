@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   kb_list->add_option("--framework", opt.filter_framework, "Only this framework");
   kb_list->add_option("--phase", opt.filter_phase, "Only this lifecycle phase")->check(CLI::IsMember(ff::kb::phases()));
   kb_list->add_option("--tag", opt.filter_tag, "Only entries with this tag");
+  kb_list->add_flag("--tags", opt.list_tags, "List the tags (of the entries the filters keep) with how many entries use each, most used first");
   kb_list->footer("Exit codes:\n  0  entries listed\n  1  no entry matches the filters together\n  2  could not run, or a filter value no entry has (the values that exist are named)\n");
   kb_list->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
