@@ -366,9 +366,10 @@ int run_kb_check(const Options& opt) {
     fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
     return 2;
   }
-  KbCheckReport rep = check_kb(*loaded->kb, *loaded->engine);
+  KbCheckReport rep = check_kb(*loaded->kb, *loaded->engine, opt.strict_pages);
   for (const auto& e : loaded->kb_errors) fmt::print("error: {}\n", escape_for_terminal(e.to_string()));
   for (const auto& e : loaded->engine->warnings()) fmt::print("warning: {}\n", escape_for_terminal(e.to_string()));
+  for (const auto& p : rep.page_warnings) fmt::print("warning: {}\n", escape_for_terminal(p));
   for (const auto& p : rep.problems) fmt::print("error: {}\n", escape_for_terminal(p));
   size_t errors = loaded->kb_errors.size() + rep.problems.size();
   fmt::print("{} entries, {} patterns, {} examples checked, {} prefix formats; {} error(s)\n",
@@ -381,7 +382,9 @@ int run_kb_check(const Options& opt) {
   fmt::print("provenance: {} of {} patterns name their upstream source, {} carry a source_note\n", rep.sourced,
              rep.patterns, rep.noted);
   fmt::print("rules:\n");
-  for (const auto& r : rep.rules) fmt::print("  {:<28} {:>5} checked, {:>4} failed\n", r.name, r.checked, r.failed);
+  for (const auto& r : rep.rules)
+    fmt::print("  {:<28} {:>5} checked, {:>4} failed{}\n", r.name, r.checked, r.failed,
+               r.warned ? fmt::format(", {} warned (--kb entries; --strict fails them)", r.warned) : "");
   return errors == 0 ? 0 : 1;
 }
 

@@ -27,7 +27,8 @@ struct Options {
   std::string filter_framework;
   std::string filter_phase;
   std::string filter_tag;
-  bool list_tags = false;  // kb list --tags: the tags with how many entries use each
+  bool list_tags = false;
+  bool strict_pages = false;  // kb check --strict: the page rules fail --kb entries too  // kb list --tags: the tags with how many entries use each
   std::string entry_id;
   std::vector<std::string> words;  // search: the query (words, a pasted line, or - for stdin)
   size_t limit = 10;               // search: most results shown (0 = all)

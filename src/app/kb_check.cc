@@ -39,7 +39,7 @@ LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view mess
   return w;
 }
 
-KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) {
+KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, bool strict_pages) {
   KbCheckReport rep;
   rep.rules = {{"patterns.provenance"}, {"examples.win"}, {"negatives.no-match"}, {"links.exist"}, {"formats.samples"}};
   RuleCount &provenance = rep.rules[0], &wins = rep.rules[1], &negatives = rep.rules[2], &links = rep.rules[3],
@@ -112,7 +112,7 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine) 
     ++samples.failed;
     rep.problems.push_back("formats/sources: sample does not match: " + bad);
   }
-  check_pages(kb, rep);
+  check_pages(kb, rep, strict_pages);
   return rep;
 }
 

@@ -42,6 +42,7 @@ struct RuleCount {
   std::string name;
   size_t checked = 0;
   size_t failed = 0;
+  size_t warned = 0;  // page rules broken by --kb entries (not in strict mode)
 };
 
 struct KbCheckReport {
@@ -51,11 +52,14 @@ struct KbCheckReport {
   size_t noted = 0;          // patterns with only a `source_note:` (not checked upstream)
   size_t examples = 0;
   std::vector<std::string> problems;  // "file:line: entry: what is wrong"
+  std::vector<std::string> page_warnings;  // the page rules broken by --kb entries
 };
 
-KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine);
+// strict_pages: the page rules fail entries of --kb directories too (else they warn there;
+// the bundled KB's entries always fail them).
+KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, bool strict_pages = false);
 // The page rules (kb_lint.cc; kb/README.md "The page"), run by check_kb.
-void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep);
+void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages);
 
 // The entry that wins a line among all KB hits (highest priority, then longest match,
 // then id); empty when nothing matches.

@@ -96,8 +96,13 @@ bool is_tag_or_commit(std::string_view ref) {
 
 }  // namespace
 
-void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep) {
+void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages) {
   const kb::LintData& lint = kb.lint;
+  // The bundled entries (their file is an embedded path) must have their page; a --kb
+  // entry only warns unless strict_pages.
+  std::set<std::string> bundled;
+  for (const auto& f : kb::embedded_files()) bundled.insert(f.path);
+  rep.rules.reserve(rep.rules.size() + 8);  // rule() hands out references into it
   auto rule = [&](const char* name) -> RuleCount& {
     for (auto& r : rep.rules)
       if (r.name == name) return r;
@@ -105,8 +110,9 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep) {
     return rep.rules.back();
   };
   auto fail = [&](RuleCount& r, const kb::Entry& e, const std::string& what) {
-    ++r.failed;
-    rep.problems.push_back(fmt::format("{}: {}: {}", e.file, e.id, what));
+    bool error = strict_pages || bundled.count(e.file);
+    ++(error ? r.failed : r.warned);
+    (error ? rep.problems : rep.page_warnings).push_back(fmt::format("{}: {}: {}", e.file, e.id, what));
   };
   std::map<std::string, std::vector<std::string>> tag_users;
   for (const auto& e : kb.entries) {
@@ -207,14 +213,9 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep) {
     ++tags.checked;
     bool good = std::all_of(tag.begin(), tag.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; });
     const kb::Entry* e = kb.find(users.front());
-    if (!good) {
-      ++tags.failed;
-      rep.problems.push_back(fmt::format("{}: {}: tag '{}' is not lowercase [a-z0-9_-]", e->file, e->id, tag));
-    }
-    if (users.size() == 1 && !lint.tag_singletons.count(tag)) {
-      ++tags.failed;
-      rep.problems.push_back(fmt::format("{}: {}: tag '{}' is used by no other entry: merge it into a shared tag or justify it in formats/tags.yaml singletons", e->file, e->id, tag));
-    }
+    if (!good) fail(tags, *e, fmt::format("tag '{}' is not lowercase [a-z0-9_-]", tag));
+    if (users.size() == 1 && !lint.tag_singletons.count(tag))
+      fail(tags, *e, fmt::format("tag '{}' is used by no other entry: merge it into a shared tag or justify it in formats/tags.yaml singletons", tag));
   }
   for (const auto& [tag, why] : lint.tag_singletons) {
     auto it = tag_users.find(tag);

@@ -186,6 +186,8 @@ int main(int argc, char** argv) {
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
   auto* kb_check = kbcmd->add_subcommand("check", "Validate every entry: schema, patterns, examples, collisions");
+  kb_check->add_flag("--strict", opt.strict_pages,
+                     "Fail on the page rules for --kb entries too (they are warnings there: a private KB needs patterns, not pages)");
   kb_check->footer("Exit codes:\n  0  every entry is valid\n  1  errors found (each printed with its file and line)\n  2  could not run\n");
   auto* kb_list = kbcmd->add_subcommand("list", "List entries");
   auto* kb_literals = kbcmd->add_subcommand(
