@@ -26,7 +26,7 @@
 namespace ff::match {
 
 namespace {
-constexpr const char* kEngineVersion = "ffmatch-2";
+constexpr const char* kEngineVersion = "ffmatch-3";
 }
 
 std::string to_vectorscan_syntax(std::string_view rx) {
@@ -51,6 +51,43 @@ std::string to_vectorscan_syntax(std::string_view rx) {
   return out;
 }
 
+bool relax_negated_repeats(std::string& rx) {
+  std::string out;
+  out.reserve(rx.size());
+  bool changed = false;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    if (rx[i] == '\\' && i + 1 < rx.size()) {
+      out.append(rx, i, 2);
+      ++i;
+      continue;
+    }
+    if (rx[i] != '[') {
+      out.push_back(rx[i]);
+      continue;
+    }
+    // A class: find its end (a ']' first in the class is a literal; escapes are skipped).
+    size_t j = i + 1;
+    bool negated = j < rx.size() && rx[j] == '^';
+    if (negated) ++j;
+    if (j < rx.size() && rx[j] == ']') ++j;
+    while (j < rx.size() && rx[j] != ']') j += rx[j] == '\\' ? 2 : 1;
+    if (j >= rx.size()) {  // unterminated: leave the rest as it is
+      out.append(rx, i, std::string::npos);
+      break;
+    }
+    bool repeated = j + 1 < rx.size() && (rx[j + 1] == '+' || rx[j + 1] == '*' || rx[j + 1] == '{');
+    if (negated && repeated) {
+      out.push_back('.');
+      changed = true;
+    } else {
+      out.append(rx, i, j - i + 1);
+    }
+    i = j;
+  }
+  if (changed) rx = std::move(out);
+  return changed;
+}
+
 #ifdef FF_HAVE_VECTORSCAN
 namespace {
 hs_database_t* load_cached_joined_db(const CompileOptions& opt);
@@ -66,6 +103,9 @@ struct Database::Impl {
   std::vector<uint32_t> index_to_id;       // dense index -> caller id
   std::unique_ptr<RE2::Set> set;           // fallback: patterns not in the Vectorscan db
   std::vector<uint32_t> set_index_to_id;
+  // Dense index -> Vectorscan has a relaxed form of the pattern (relax_negated_repeats),
+  // so its hits are confirmed with RE2.
+  std::vector<bool> relaxed;
 #ifdef FF_HAVE_VECTORSCAN
   hs_database_t* hs = nullptr;
   // The same patterns for many lines at once (HS_FLAG_MULTILINE, every match reported):
@@ -214,6 +254,7 @@ hs_database_t* compile_joined_db(const std::vector<PatternSpec>& specs) {
   std::vector<unsigned> flags, ids;
   for (size_t i = 0; i < specs.size(); ++i) {
     exprs.push_back(to_vectorscan_syntax(specs[i].regex));
+    relax_negated_repeats(exprs.back());
     flags.push_back(HS_FLAG_MULTILINE);
     ids.push_back(static_cast<unsigned>(i));
   }
@@ -249,6 +290,7 @@ hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<boo
   in_hs.assign(specs.size(), false);
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string e = to_vectorscan_syntax(specs[i].regex);
+    relax_negated_repeats(e);
     hs_database_t* probe = nullptr;
     hs_compile_error_t* err = nullptr;
     if (hs_compile(e.c_str(), HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &probe, &err) != HS_SUCCESS) {
@@ -290,6 +332,11 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
   }
   Impl& impl = *db->impl_;
   impl.re2s.resize(db->specs_.size());
+  impl.relaxed.resize(db->specs_.size());
+  for (size_t i = 0; i < db->specs_.size(); ++i) {
+    std::string rx = to_vectorscan_syntax(db->specs_[i].regex);
+    impl.relaxed[i] = relax_negated_repeats(rx);
+  }
   impl.re2_once = std::vector<std::once_flag>(db->specs_.size());
   for (const auto& s : db->specs_) impl.index_to_id.push_back(s.id);
 
@@ -405,7 +452,14 @@ void Scanner::scan(std::string_view line, std::vector<uint32_t>& hits) {
 #ifdef FF_HAVE_VECTORSCAN
   if (db_.impl_->hs && state_->scratch) {
     hs_scan(db_.impl_->hs, line.data(), static_cast<unsigned>(line.size()), 0, state_->scratch, on_hs_match, &hits);
-    for (size_t i = first; i < hits.size(); ++i) hits[i] = db_.impl_->index_to_id[hits[i]];
+    size_t kept = first;
+    for (size_t i = first; i < hits.size(); ++i) {
+      const uint32_t index = hits[i];
+      // The Vectorscan form of a relaxed pattern matches a superset: RE2 has the last word.
+      if (db_.impl_->relaxed[index] && !db_.captures(db_.impl_->index_to_id[index], line, nullptr, nullptr)) continue;
+      hits[kept++] = db_.impl_->index_to_id[index];
+    }
+    hits.resize(kept);
   }
 #endif
   if (db_.impl_->set) {

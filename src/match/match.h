@@ -100,4 +100,10 @@ class Scanner {
 // Turns RE2 syntax into the Vectorscan dialect: named groups become plain groups.
 std::string to_vectorscan_syntax(std::string_view re2_regex);
 
+// Vectorscan 5.4.9 (Debian 12's) misses a repeated negated class that spans more than about
+// 70 bytes: `X [^,]+,` finds no match in "X " + 80 letters + ",". A repeated negated class
+// becomes `.` for Vectorscan (a superset on one line), and the scanner confirms such a
+// pattern's hits with RE2. Returns whether it changed anything.
+bool relax_negated_repeats(std::string& vectorscan_regex);
+
 }  // namespace ff::match

@@ -76,6 +76,40 @@ TEST(Match, RejectedPatternFallsBackToRe2) {
 #endif
 }
 
+// Vectorscan 5.4.9 misses `[^,]+,` when the class spans more than about 70 bytes; the
+// relaxed form and the RE2 confirmation find it, and still refuse what RE2 refuses.
+TEST(Match, LongNegatedClassSpansMatchAndAreConfirmed) {
+  std::vector<PatternSpec> s = {{1, R"(version `GLIBCXX_(?P<v>[0-9.]+)' not found \(required by (?P<lib>[^)]+)\))"},
+                                {2, R"(X [^,]+,)"}};
+  for (bool vs : {true, false}) {
+    CompileOptions o;
+    o.use_vectorscan = vs;
+    auto db = Database::compile(s, o);
+    ASSERT_TRUE(db.ok());
+    Scanner sc(*db.value());
+    std::vector<uint32_t> hits;
+    sc.scan("ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found (required by "
+            "/home/user/miniconda3/envs/train/lib/python3.10/site-packages/torch/lib/libtorch_python.so)",
+            hits);
+    EXPECT_EQ(hits, std::vector<uint32_t>{1}) << (vs ? "vectorscan" : "re2");
+    hits.clear();
+    sc.scan("X " + std::string(200, 'a') + ",", hits);
+    EXPECT_EQ(hits, std::vector<uint32_t>{2});
+    hits.clear();
+    // The relaxed form (`X .+,`) would take this line; the pattern itself does not.
+    sc.scan("X ,a,", hits);
+    EXPECT_TRUE(hits.empty());
+    hits.clear();
+    sc.scan("X a,", hits);
+    EXPECT_EQ(hits, std::vector<uint32_t>{2});
+  }
+  std::string rx = R"(a [^)]+\) b [^\]x]* c [^y] d [xy]+ e \[^z]+)";
+  EXPECT_TRUE(relax_negated_repeats(rx));
+  EXPECT_EQ(rx, R"(a .+\) b .* c [^y] d [xy]+ e \[^z]+)");
+  std::string same = "no [classes] here";
+  EXPECT_FALSE(relax_negated_repeats(same));
+}
+
 TEST(Match, VectorscanSyntax) {
   EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)");
 }
