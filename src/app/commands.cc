@@ -24,6 +24,7 @@
 #include "app/terminal.h"
 #include "base/cache.h"
 #include "base/escape.h"
+#include "base/markdown.h"
 #include "base/wrap.h"
 #include "base/strings.h"
 #include "kb/kb.h"
@@ -484,20 +485,22 @@ int run_explain(const Options& opt) {
   // line breaks of multi-line fields (t1: one line, tn: several).
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
   auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
+  // A text field's inline Markdown (kb/README.md) without its markers; code keeps its backticks.
+  auto md = [](const std::string& s) { return escape_for_terminal(markdown_plain(s), true); };
   // Wrapped to the terminal like the report (a pipe gets whole lines).
   std::string out;
   out += fmt::format("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
-             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
+             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), md(e->summary));
   if (!e->symptoms.empty()) {
     out += fmt::format("\nSymptoms\n");
-    for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", tn(s.symptom), tn(s.why));
+    for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", md(s.symptom), md(s.why));
   }
-  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", tn(e->root_cause));
-  for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, tn(e->fix[i]));
+  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", md(e->root_cause));
+  for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, md(e->fix[i]));
   out += fmt::format("\nVerify\n  {}\n", tn(e->verify));
   if (!e->prevention.empty()) {
     out += fmt::format("\nPrevention\n");
-    for (const auto& p : e->prevention) out += fmt::format("  - {}\n", tn(p));
+    for (const auto& p : e->prevention) out += fmt::format("  - {}\n", md(p));
   }
   out += fmt::format("\nPatterns\n");
   for (const auto& p : e->patterns) {
