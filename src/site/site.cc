@@ -520,7 +520,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
   if (!e.transience.empty() || !trim(e.transience_recovers).empty() || !trim(e.transience_stop).empty()) {
     std::string c = "<dl class=\"rule\">\n";
     if (!e.transience.empty())
-      c += "<div class=\"rule-kind rule-" + slug(e.transience) + "\"><dt>Transient or terminal</dt><dd>" +
+      c += "<div class=\"rule-kind rule-" + slug(e.transience) + "\"><dt>Does the run recover by itself?</dt><dd>" +
            esc(transience_text(e.transience)) + "</dd></div>\n";
     if (!trim(e.transience_recovers).empty())
       c += "<div><dt>When it goes away by itself</dt><dd>" + inline_text(e.transience_recovers) + "</dd></div>\n";
