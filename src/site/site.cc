@@ -96,7 +96,18 @@ std::string first_sentence(std::string_view s, size_t max = 220) {
 // The first sentence as HTML: its Markdown rendered, or, when the cut left a delimiter
 // without its partner, the plain text (no raw backtick or star on a page).
 std::string clipped_html(const std::string& t) {
-  return markdown_balanced(t) ? markdown_html(t) : esc(markdown_plain(t, PlainCode::kBare));
+  if (markdown_balanced(t)) return markdown_html(t);
+  // Cut inside a code span: close it before the ellipsis.
+  const std::string_view kEllipsis = "\xE2\x80\xA6";
+  if (t.size() >= kEllipsis.size() && t.compare(t.size() - kEllipsis.size(), kEllipsis.size(), kEllipsis) == 0) {
+    std::string closed = t.substr(0, t.size() - kEllipsis.size()) + "`" + std::string(kEllipsis);
+    if (markdown_balanced(closed)) return markdown_html(closed);
+  }
+  // Otherwise the text without its markers (a delimiter left alone would show raw).
+  std::string plain;
+  for (char c : markdown_plain(t, PlainCode::kBare))
+    if (c != '`' && c != '*') plain += c;
+  return esc(plain);
 }
 std::string excerpt(std::string_view s, size_t max = 220) { return clipped_html(first_sentence(s, max)); }
 // At most `max` bytes of a text field, as HTML.
