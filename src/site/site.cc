@@ -93,8 +93,9 @@ std::string first_sentence(std::string_view s, size_t max = 220) {
   return truncate_utf8(t, max);
 }
 
-// The first sentence as HTML: its Markdown rendered, or, when the cut left a delimiter
-// without its partner, the plain text (no raw backtick or star on a page).
+// A cut text (an excerpt, a table cell) as HTML: its Markdown rendered; a cut inside a
+// code span closes the span; any other delimiter the cut left without its partner is
+// dropped (no raw backtick or star on a page).
 std::string clipped_html(const std::string& t) {
   if (markdown_balanced(t)) return markdown_html(t);
   // Cut inside a code span: close it before the ellipsis.
@@ -109,6 +110,7 @@ std::string clipped_html(const std::string& t) {
     if (c != '`' && c != '*') plain += c;
   return esc(plain);
 }
+// The first sentence of a text field, as HTML.
 std::string excerpt(std::string_view s, size_t max = 220) { return clipped_html(first_sentence(s, max)); }
 // At most `max` bytes of a text field, as HTML.
 std::string clipped(std::string_view s, size_t max) { return clipped_html(truncate_utf8(trim(s), max)); }
