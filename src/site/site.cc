@@ -115,6 +115,12 @@ std::string excerpt(std::string_view s, size_t max = 220) { return clipped_html(
 // At most `max` bytes of a text field, as HTML.
 std::string clipped(std::string_view s, size_t max) { return clipped_html(truncate_utf8(trim(s), max)); }
 
+// An entry's title: its backtick spans as code in a page, without markers where only text
+// fits (<title>, the search index, sorting). A title is not checked for Markdown by kb
+// check: a lone `*` (a glob such as CUBLAS_STATUS_*) shows as itself.
+std::string title_html(const kb::Entry& e) { return inline_text(e.title); }
+std::string title_plain(const kb::Entry& e) { return markdown_plain(e.title, PlainCode::kBare); }
+
 std::string title_case_words(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -203,7 +209,7 @@ Model build_model(const kb::KnowledgeBase& kb, const SiteOptions& options) {
   for (size_t i = 0; i < kb.entries.size(); ++i) m.order.push_back(i);
   std::sort(m.order.begin(), m.order.end(), [&](size_t a, size_t b) {
     const auto &x = kb.entries[a], &y = kb.entries[b];
-    std::string tx = to_lower(x.title), ty = to_lower(y.title);
+    std::string tx = to_lower(title_plain(x)), ty = to_lower(title_plain(y));
     return tx != ty ? tx < ty : x.id < y.id;
   });
   for (size_t i : m.order) {
@@ -333,14 +339,14 @@ std::string entry_item(const Model& m, const std::string& root, size_t i, bool s
   return fmt::format(
       "<li class=\"entry-item\"><a class=\"entry-link\" href=\"{}\">{}</a> {}<span class=\"meta\">{} &middot; {}</span>"
       "<p class=\"gist\">{}</p></li>\n",
-      entry_href(root, e), esc(e.title), show_category ? chip_category(root, e.category) + " " : "", esc(fws),
+      entry_href(root, e), title_html(e), show_category ? chip_category(root, e.category) + " " : "", esc(fws),
       esc(phase_name(e.phase)), excerpt(e.summary));
 }
 
 std::string link_to_entry(const Model& m, const std::string& root, const std::string& id) {
   const kb::Entry* t = m.kb.find(id);
   if (!t) return "<span class=\"missing\"><code>" + esc(id) + "</code></span>";
-  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), esc(t->title), esc(id));
+  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), title_html(*t), esc(id));
 }
 
 // Where a verify command runs (kb/README.md, "verify"), said as an instruction.
@@ -474,7 +480,7 @@ std::vector<std::pair<size_t, std::vector<std::string>>> related_by_tags(const M
     if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
     if (share(a) != share(b)) return share(a) > share(b);
     const kb::Entry &x = m.kb.entries[a.first], &y = m.kb.entries[b.first];
-    return x.title != y.title ? x.title < y.title : x.id < y.id;
+    return x.title != y.title ? title_plain(x) < title_plain(y) : x.id < y.id;
   });
   if (out.size() > limit) out.resize(limit);
   return out;
@@ -490,7 +496,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
                    "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#cat-{}\">{}</a></nav>\n",
                    slug(e.category), esc(category_name(e.category)));
   b += "<article class=\"entry\">\n<header class=\"entry-head\">\n";
-  b += "<h1>" + esc(e.title) + "</h1>\n";
+  b += "<h1>" + title_html(e) + "</h1>\n";
   b += "<p class=\"entry-id\"><code>" + esc(e.id) + "</code></p>\n";
   b += "<dl class=\"facts\">\n";
   b += "<div><dt>Category</dt><dd>" + chip_category(root, e.category) + "</dd></div>\n";
@@ -637,7 +643,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
   b += "</nav>\n";
   b += s;
   b += "</article>\n";
-  return render_page(m, {root, e.title + " \xC2\xB7 firstfault encyclopedia", e.summary, b, false});
+  return render_page(m, {root, title_plain(e) + " \xC2\xB7 firstfault encyclopedia", e.summary, b, false});
 }
 
 std::string index_page(const Model& m) {
@@ -732,7 +738,7 @@ std::string framework_page(const Model& m, const std::string& fw_slug) {
                                 ? "<code>" + esc(truncate_utf8(trim(split(trim(e.examples[0].text), '\n')[0]), 160)) + "</code>"
                                 : "";
       b += fmt::format("<tr><td><a href=\"{}\">{}</a><span class=\"meta\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       entry_href(root, e), esc(e.title), esc(phase_name(e.phase)), symptom,
+                       entry_href(root, e), title_html(e), esc(phase_name(e.phase)), symptom,
                        excerpt(e.root_cause),
                        e.fix.empty() ? "" : clipped(e.fix[0], 260));
     }
@@ -761,7 +767,7 @@ std::string search_index_js(const Model& m, SiteStats& stats) {
   j["v"] = 1;
   auto& entries = j["entries"] = nlohmann::ordered_json::array();
   for (const auto& e : m.kb.entries) {
-    entries.push_back({e.id, e.title, e.category, "entries/" + slug(e.id) + ".html"});
+    entries.push_back({e.id, title_plain(e), e.category, "entries/" + slug(e.id) + ".html"});
   }
   auto& prefixes = j["prefixes"] = nlohmann::ordered_json::array();
   for (const auto& f : m.kb.prefixes) {

@@ -287,6 +287,9 @@ TEST(Site, TheEntryPageShowsEveryPageField) {
   ASSERT_TRUE(stats.ok()) << stats.error().to_string();
   std::string page = read(dir.path / "entries" / "fixture.site.every-page-field.html");
   for (const char* part : {
+           // the title's code span as code, and as text where only text fits
+           "<h1>Fixture allocator refused a block (every page field, <code>torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError</code>)</h1>",
+           "<title>Fixture allocator refused a block (every page field, torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError) \xC2\xB7",
            // what it is, with its Markdown rendered
            "<section id=\"what\"", "The <strong>fixture</strong> allocator refused a block of <code>N</code> bytes",
            "<em>made up</em>", "<a href=\"https://pytorch.org/docs/stable/notes/cuda.html\" rel=\"noopener noreferrer\">the CUDA notes</a>",
