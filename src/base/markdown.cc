@@ -86,6 +86,18 @@ struct Parser {
     return {std::string_view::npos, 0};
   }
 
+  // An unpaired backtick that opens a GNU-style quote, `name' (a word without spaces, at
+  // most 80 bytes, closed by an apostrophe, escaped as &#39; in kHtml mode): where the
+  // apostrophe starts, or npos.
+  size_t gnu_quote(size_t open, size_t to) const {
+    const std::string_view apos = mode == Mode::kHtml ? "&#39;" : "'";
+    for (size_t k = open + 1; k < to && k < open + 80; ++k) {
+      if (is_space(s[k]) || s[k] == '`') return std::string_view::npos;
+      if (s.compare(k, apos.size(), apos) == 0) return k > open + 1 ? k : std::string_view::npos;
+    }
+    return std::string_view::npos;
+  }
+
   void code(std::string_view body, std::string& out) const {
     switch (mode) {
       case Mode::kHtml: out += "<code>"; out += body; out += "</code>"; break;
@@ -103,7 +115,15 @@ struct Parser {
         i += 2;
       } else if (c == '`') {
         size_t j = close_tick(i + 1);
-        if (j == std::string_view::npos || j >= to) {
+        size_t gnu = j == std::string_view::npos || j >= to ? gnu_quote(i, to) : std::string_view::npos;
+        if (gnu != std::string_view::npos) {
+          // `name' as GNU tools and Slurm quote: shown as ‘name’ in a page, kept in plain text.
+          unmatched = true;
+          out += mode == Mode::kHtml ? "\xE2\x80\x98" : "`";
+          out += s.substr(i + 1, gnu - i - 1);
+          out += mode == Mode::kHtml ? "\xE2\x80\x99" : "'";
+          i = gnu + (mode == Mode::kHtml ? 5 : 1);  // past &#39; or 
+        } else if (j == std::string_view::npos || j >= to) {
           unmatched = true;
           out += c;
           ++i;

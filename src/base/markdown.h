@@ -14,7 +14,8 @@
 // next `**`; a lone `*` with a space on both sides (or at either end of the text with a
 // space on its other side) is arithmetic or a bullet and shows as itself, any other lone
 // `*` pairs with the next such `*`. A delimiter without its partner shows as itself.
-// `\*`, `` \` ``, `\[` and `\\` are literal characters. Only https:// links become links; a
+// An unpaired backtick that opens a GNU-style quote, `name' (Slurm's messages), is shown as
+// ‘name’ in HTML. `\*`, `` \` ``, `\[` and `\\` are literal characters. Only https:// links become links; a
 // link to anything else shows its text and, in brackets, its target.
 //
 // Thread-safety: pure functions.

@@ -47,6 +47,16 @@ TEST(Markdown, LoneStarsAndUnpairedDelimitersShowAsThemselves) {
   EXPECT_TRUE(markdown_balanced("4 * 8 GPUs, `a*b`, *em* and **b**"));
 }
 
+TEST(Markdown, GnuStyleQuotesBecomeTypographicQuotes) {
+  // Slurm and GNU tools quote `like this'; an unpaired backtick that opens such a quote is
+  // shown as a quote, not a raw backtick. It still counts as unpaired (kb check agrees).
+  EXPECT_EQ(markdown_html("couldn't chdir to `%s': %m"), "couldn&#39;t chdir to \xE2\x80\x98%s\xE2\x80\x99: %m");
+  EXPECT_EQ(markdown_plain("chdir to `DIR': x"), "chdir to `DIR': x");
+  EXPECT_FALSE(markdown_balanced("chdir to `DIR': x"));
+  EXPECT_EQ(markdown_html("a ` b' c"), "a ` b&#39; c") << "a space inside is not a quote";
+  EXPECT_EQ(markdown_html("`x` and `y'"), "<code>x</code> and \xE2\x80\x98y\xE2\x80\x99");
+}
+
 TEST(Markdown, PlainTextForTheTerminal) {
   EXPECT_EQ(markdown_plain("run `nvidia-smi` **now**, *then* read [the docs](https://a.org)"),
             "run `nvidia-smi` now, then read the docs (https://a.org)");
