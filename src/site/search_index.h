@@ -70,7 +70,8 @@ struct SearchData {
 // Fails (kFormat) on YAML that is not of that shape, naming the key.
 Result<SearchData> parse_search_data(std::string_view yaml);
 // The embedded kb/formats/search.yaml, parsed once (empty when it is absent or does not
-// parse: the site test checks that it does).
+// parse: the site test checks that it does). A --kb directory's formats/search.yaml is
+// not read: the search data is the build's.
 const SearchData& builtin_search_data();
 
 class KeywordIndex {
