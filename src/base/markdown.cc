@@ -17,7 +17,7 @@ bool is_escapable(char c) { return c == '*' || c == '`' || c == '[' || c == '\\'
 struct Parser {
   std::string_view s;
   Mode mode;
-  bool unmatched = false;          // a delimiter was shown as itself
+  bool unmatched = false;  // a delimiter was shown as itself
   size_t no_tick_from = std::string_view::npos;
   size_t no_strong_from = std::string_view::npos;
   size_t no_em_from = std::string_view::npos;
@@ -81,7 +81,8 @@ struct Parser {
     for (size_t j = i + 2; j < s.size(); ++j) {
       if (is_space(s[j])) break;
       if (s[j] == '(') ++depth;
-      if (s[j] == ')' && depth-- == 0) return j > i + 2 ? std::pair{i, j} : std::pair{std::string_view::npos, size_t{0}};
+      if (s[j] == ')' && depth-- == 0)
+        return j > i + 2 ? std::pair{i, j} : std::pair{std::string_view::npos, size_t{0}};
     }
     return {std::string_view::npos, 0};
   }
@@ -100,8 +101,16 @@ struct Parser {
 
   void code(std::string_view body, std::string& out) const {
     switch (mode) {
-      case Mode::kHtml: out += "<code>"; out += body; out += "</code>"; break;
-      case Mode::kPlainTicks: out += '`'; out += body; out += '`'; break;
+      case Mode::kHtml:
+        out += "<code>";
+        out += body;
+        out += "</code>";
+        break;
+      case Mode::kPlainTicks:
+        out += '`';
+        out += body;
+        out += '`';
+        break;
       case Mode::kPlainBare: out += body; break;
     }
   }
@@ -122,7 +131,7 @@ struct Parser {
           out += mode == Mode::kHtml ? "\xE2\x80\x98" : "`";
           out += s.substr(i + 1, gnu - i - 1);
           out += mode == Mode::kHtml ? "\xE2\x80\x99" : "'";
-          i = gnu + (mode == Mode::kHtml ? 5 : 1);  // past &#39; or 
+          i = gnu + (mode == Mode::kHtml ? 5 : 1);  // past the &#39; or the apostrophe
         } else if (j == std::string_view::npos || j >= to) {
           unmatched = true;
           out += c;

@@ -10,8 +10,9 @@ namespace {
 TEST(Markdown, TheFourFormsBecomeHtml) {
   EXPECT_EQ(markdown_html("set `NCCL_DEBUG=INFO` and **rerun**"),
             "set <code>NCCL_DEBUG=INFO</code> and <strong>rerun</strong>");
-  EXPECT_EQ(markdown_html("a *very* short [note](https://pytorch.org/docs/a?b=1&c=2)"),
-            "a <em>very</em> short <a href=\"https://pytorch.org/docs/a?b=1&amp;c=2\" rel=\"noopener noreferrer\">note</a>");
+  EXPECT_EQ(
+      markdown_html("a *very* short [note](https://pytorch.org/docs/a?b=1&c=2)"),
+      "a <em>very</em> short <a href=\"https://pytorch.org/docs/a?b=1&amp;c=2\" rel=\"noopener noreferrer\">note</a>");
   EXPECT_EQ(markdown_html("**bold with `code` inside**"), "<strong>bold with <code>code</code> inside</strong>");
   EXPECT_EQ(markdown_html("[the `docs`](https://x.org/(a))"),
             "<a href=\"https://x.org/(a)\" rel=\"noopener noreferrer\">the <code>docs</code></a>");
