@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,6 +66,30 @@ TEST(Search, CudaOomLineAndCapturesAndKeywordFallback) {
   ASSERT_FALSE(k["results"].empty());
   EXPECT_EQ(k["results"][0]["id"], "pytorch.cuda.out-of-memory");
   EXPECT_EQ(k["results"][0]["match"], "keywords");
+}
+
+// The words people type (tests/data/search-queries.tsv) rank the entry they mean first.
+// tests/site/check.mjs runs the same list through the site's JavaScript search.
+TEST(Search, CommonQueriesRankTheEntryPeopleMeanFirst) {
+  std::ifstream f(std::string(FF_SOURCE_DIR) + "/tests/data/search-queries.tsv");
+  ASSERT_TRUE(f) << "tests/data/search-queries.tsv";
+  std::string line;
+  size_t queries = 0;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    std::string query = line.substr(0, tab), want = line.substr(tab + 1);
+    auto j = search_json(query, 3);
+    ASSERT_FALSE(j.is_discarded()) << query;
+    ASSERT_FALSE(j["results"].empty()) << query;
+    std::string got = j["results"][0]["id"];
+    std::string next;
+    for (size_t i = 1; i < j["results"].size(); ++i) next += " " + j["results"][i]["id"].get<std::string>();
+    EXPECT_EQ(got, want) << "query \"" << query << "\" (then:" << next << ")";
+    ++queries;
+  }
+  EXPECT_GE(queries, 15u);
 }
 
 TEST(Search, TextTableAndExitCodes) {

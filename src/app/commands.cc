@@ -24,6 +24,7 @@
 #include "app/terminal.h"
 #include "base/cache.h"
 #include "base/escape.h"
+#include "base/markdown.h"
 #include "base/wrap.h"
 #include "base/strings.h"
 #include "kb/kb.h"
@@ -510,16 +511,18 @@ int run_explain(const Options& opt) {
   // line breaks of multi-line fields (t1: one line, tn: several).
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
   auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
+  // A text field's inline Markdown (kb/README.md) without its markers; code keeps its backticks.
+  auto md = [](const std::string& s) { return escape_for_terminal(markdown_plain(s), true); };
   // Wrapped to the terminal like the report (a pipe gets whole lines).
   std::string out;
   out += fmt::format("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
-             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
+             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), md(e->summary));
   if (!e->symptoms.empty()) {
     out += fmt::format("\nSymptoms\n");
-    for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", tn(s.symptom), tn(s.why));
+    for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", md(s.symptom), md(s.why));
   }
-  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", tn(std::string(trim(e->root_cause))));
-  for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, tn(e->fix[i]));
+  out += fmt::format("\nRoot cause\n  {}\n\nFix\n", md(std::string(trim(e->root_cause))));
+  for (size_t i = 0; i < e->fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, md(e->fix[i]));
   static const std::map<std::string, std::string> kWhere = {
       {"shell", "in a shell on the node, after the fix"},
       {"rerun", "rerun a few steps of the job with the fix"},
@@ -527,15 +530,15 @@ int run_explain(const Options& opt) {
   auto where = kWhere.find(e->verify_where);
   out += fmt::format("\nVerify{}\n", where == kWhere.end() ? "" : ": " + where->second);
   for (std::string_view line : split(trim(e->verify), '\n')) out += fmt::format("    {}\n", tn(std::string(line)));
-  if (!e->verify_expect.empty()) out += fmt::format("  expect: {}\n", tn(e->verify_expect));
+  if (!e->verify_expect.empty()) out += fmt::format("  expect: {}\n", md(e->verify_expect));
   if (!e->transience.empty() || !e->transience_recovers.empty()) {
     out += fmt::format("\nTransient or terminal: {}\n", t1(e->transience.empty() ? "see below" : e->transience));
-    if (!e->transience_recovers.empty()) out += fmt::format("  recovers: {}\n", tn(e->transience_recovers));
-    if (!e->transience_stop.empty()) out += fmt::format("  stop: {}\n", tn(e->transience_stop));
+    if (!e->transience_recovers.empty()) out += fmt::format("  recovers: {}\n", md(e->transience_recovers));
+    if (!e->transience_stop.empty()) out += fmt::format("  stop: {}\n", md(e->transience_stop));
   }
   if (!e->prevention.empty()) {
     out += fmt::format("\nPrevention\n");
-    for (const auto& p : e->prevention) out += fmt::format("  - {}\n", tn(p));
+    for (const auto& p : e->prevention) out += fmt::format("  - {}\n", md(p));
   }
   if (!e->faq.empty()) {
     out += "\nFAQ\n";
@@ -546,7 +549,7 @@ int run_explain(const Options& opt) {
                                     {"Cheapest way to confirm?", &q.cheapest_confirm},
                                     {"From 1 GPU to 1,000?", &q.scale},
                                     {"What to monitor?", &q.monitor}})
-      if (!answer->empty()) out += fmt::format("  {}\n    {}\n", question, tn(std::string(trim(*answer))));
+      if (!answer->empty()) out += fmt::format("  {}\n    {}\n", question, md(std::string(trim(*answer))));
     for (const auto& d : q.docs)
       out += fmt::format("  Documentation\n    {}{}\n", t1(d.url), d.note.empty() ? "" : "  (" + t1(d.note) + ")");
   }

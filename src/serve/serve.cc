@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "base/markdown.h"
 #include "base/strings.h"
 
 namespace ff::serve {
@@ -134,6 +135,16 @@ std::string entry_json(const kb::Entry& e) {
   json refs = json::array();
   for (const auto& r : e.references) refs.push_back({{"url", r.url}, {"note", r.note}});
   j["references"] = std::move(refs);
+  // The text fields' inline Markdown (kb/README.md) as HTML, escaped first
+  // (base/markdown.h), for the page; the fields above keep the text as written.
+  auto md = [](const std::string& t) { return markdown_html(trim(t)); };
+  auto md_list = [&](const std::vector<std::string>& v) {
+    json a = json::array();
+    for (const auto& t : v) a.push_back(md(t));
+    return a;
+  };
+  j["html"] = {{"summary", md(e.summary)},   {"mechanism", md(e.mechanism)},   {"root_cause", md(e.root_cause)},
+               {"fix", md_list(e.fix)},      {"confirm", md_list(e.confirm)},  {"prevention", md_list(e.prevention)}};
   return dump(j);
 }
 

@@ -74,6 +74,19 @@ TEST(EntriesJson, EveryEntryListedAndOneInFull) {
   EXPECT_EQ(one["examples"].size(), e.examples.size());
 }
 
+// The page shows the text fields' Markdown rendered (and escaped), from "html".
+TEST(EntriesJson, TextFieldsAsHtml) {
+  kb::Entry e;
+  e.id = "t.md";
+  e.summary = "set `NCCL_DEBUG=INFO` <script>";
+  e.fix = {"**rerun**"};
+  json one = json::parse(entry_json(e));
+  EXPECT_EQ(one["summary"], e.summary);
+  EXPECT_EQ(one["html"]["summary"], "set <code>NCCL_DEBUG=INFO</code> &lt;script&gt;");
+  EXPECT_EQ(one["html"]["fix"][0], "<strong>rerun</strong>");
+  EXPECT_TRUE(one["html"]["confirm"].empty());
+}
+
 // A server on a free loopback port with a stand-in diagnosis.
 class ServeTest : public ::testing::Test {
  protected:

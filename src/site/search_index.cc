@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <yaml-cpp/yaml.h>
+
 namespace ff::site {
 
 namespace {
@@ -130,17 +132,96 @@ std::vector<std::string> regex_literals(std::string_view rx) {
   return out;
 }
 
-KeywordIndex::KeywordIndex(const kb::KnowledgeBase& kb) {
+Result<SearchData> parse_search_data(std::string_view yaml) {
+  SearchData data;
+  try {
+    YAML::Node doc = YAML::Load(std::string(yaml));
+    if (!doc || doc.IsNull()) return data;
+    if (!doc.IsMap()) return make_error(ErrorCode::kFormat, "search data: must be a YAML mapping");
+    if (YAML::Node syn = doc["synonyms"]) {
+      if (!syn.IsMap()) return make_error(ErrorCode::kFormat, "search data: synonyms must map a word to a list of phrases");
+      for (const auto& kv : syn) {
+        const std::string word = kv.first.as<std::string>();
+        auto term = tokenize(word);
+        if (term.size() != 1)
+          return make_error(ErrorCode::kFormat, "search data: synonyms." + word + ": the word must be one search token");
+        if (!kv.second.IsSequence())
+          return make_error(ErrorCode::kFormat, "search data: synonyms." + word + " must be a list of phrases");
+        SearchData::Synonym s{term[0], {}};
+        for (const auto& ph : kv.second) {
+          auto tokens = tokenize(ph.as<std::string>());
+          if (tokens.empty() || tokens == term)
+            return make_error(ErrorCode::kFormat,
+                              "search data: synonyms." + word + ": '" + ph.as<std::string>() + "' has no other search token");
+          s.phrases.push_back(std::move(tokens));
+        }
+        data.synonyms.push_back(std::move(s));
+      }
+    }
+    if (YAML::Node lw = doc["linked_weight"]) {
+      data.linked_weight = lw.as<double>();
+      if (!(data.linked_weight >= 0 && data.linked_weight <= 10))
+        return make_error(ErrorCode::kFormat, "search data: linked_weight must be in [0, 10]");
+    }
+    if (YAML::Node sw = doc["severity_weight"]) {
+      if (!sw.IsMap()) return make_error(ErrorCode::kFormat, "search data: severity_weight must map a severity to a number");
+      for (const auto& kv : sw) {
+        double w = kv.second.as<double>();
+        if (!(w > 0 && w <= 10))
+          return make_error(ErrorCode::kFormat, "search data: severity_weight." + kv.first.as<std::string>() + " must be in (0, 10]");
+        data.severity_weight[kv.first.as<std::string>()] = w;
+      }
+    }
+  } catch (const YAML::Exception& ex) {  // a parse error or a value of the wrong type
+    return make_error(ErrorCode::kFormat, std::string("search data: ") + ex.what());
+  }
+  return data;
+}
+
+const SearchData& builtin_search_data() {
+  static const SearchData kData = [] {
+    for (const auto& f : kb::embedded_files()) {
+      if (f.path != "formats/search.yaml") continue;
+      auto r = parse_search_data(f.content);
+      if (r.ok()) return std::move(r.value());
+    }
+    return SearchData{};
+  }();
+  return kData;
+}
+
+KeywordIndex::KeywordIndex(const kb::KnowledgeBase& kb, const SearchData& data) {
+  // How many other entries name each one in `related` or `lookalikes`.
+  std::unordered_map<std::string, uint32_t> linked;
+  for (const auto& e : kb.entries) {
+    std::set<std::string> named(e.related.begin(), e.related.end());
+    for (const auto& l : e.lookalikes) named.insert(l.id);
+    named.erase(e.id);
+    for (const auto& id : named) ++linked[id];
+  }
   uint64_t total = 0;
   for (size_t d = 0; d < kb.entries.size(); ++d) {
     const kb::Entry& e = kb.entries[d];
     ids_.push_back(e.id);
+    auto sev = data.severity_weight.find(e.severity);
+    auto in = linked.find(e.id);
+    boost_.push_back((sev == data.severity_weight.end() ? 1.0 : sev->second) *
+                     (1.0 + data.linked_weight * std::log1p(in == linked.end() ? 0.0 : in->second)));
     std::map<std::string, uint32_t> tf;
     uint32_t len = 0;
     auto add = [&](std::string_view text, int weight) {
-      for (auto& t : tokenize(text)) {
+      const auto tokens = tokenize(text);
+      for (const auto& t : tokens) {
         tf[t] += static_cast<uint32_t>(weight);
         len += static_cast<uint32_t>(weight);
+      }
+      // A synonym's phrase stands for its word (the document's length is left as it was).
+      for (const auto& syn : data.synonyms) {
+        for (const auto& ph : syn.phrases) {
+          if (ph.size() > tokens.size()) continue;
+          for (size_t i = 0; i + ph.size() <= tokens.size(); ++i)
+            if (std::equal(ph.begin(), ph.end(), tokens.begin() + static_cast<long>(i))) tf[syn.term] += static_cast<uint32_t>(weight);
+        }
       }
     };
     add(e.id, kWeightId);
@@ -192,7 +273,7 @@ std::vector<KeywordIndex::Hit> KeywordIndex::search(std::string_view query) cons
     }
   }
   for (size_t i = 0; i < hits.size(); ++i) {
-    hits[i].score = round6(hits[i].score);
+    hits[i].score = round6(hits[i].score * boost_[hits[i].entry]);
     auto& c = contrib[i];
     std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (auto& [s, t] : c) hits[i].terms.push_back(std::move(t));
@@ -210,6 +291,7 @@ nlohmann::ordered_json KeywordIndex::to_json() const {
   j["b"] = kBm25B;
   j["n"] = ids_.size();
   j["len"] = len_;
+  j["boost"] = boost_;
   nlohmann::ordered_json post = nlohmann::ordered_json::object();
   for (const auto& [term, list] : postings_) {
     auto& arr = post[term] = nlohmann::ordered_json::array();

@@ -2,7 +2,8 @@
 // `firstfault search` and the encyclopedia's client-side search.
 //
 // The index is built here, in C++, from each entry's id, title, tags, summary, symptoms and
-// the literal text of its patterns (each field with a weight). The static site ships the
+// the literal text of its patterns (each field with a weight), and the synonyms of
+// kb/formats/search.yaml (SearchData). The static site ships the
 // built index (postings with integer weighted term frequencies, document lengths, k1, b)
 // as data, and assets/search.js re-implements only tokenize() and score(), so the browser
 // ranks exactly as the command line does. Change tokenize() here and in search.js together
@@ -22,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/result.h"
 #include "kb/kb.h"
 
 namespace ff::site {
@@ -46,24 +48,51 @@ inline constexpr int kWeightSymptoms = 1;
 inline constexpr double kBm25K1 = 1.2;
 inline constexpr double kBm25B = 0.75;
 
+// The search's own data, kb/formats/search.yaml: the words people type for what the
+// entries say in other words, and a weight per severity.
+//   synonyms: {oom: [out of memory, OutOfMemoryError]}   an entry whose indexed text holds
+//       a phrase counts as holding the word there too (same field weight), so "oom" finds
+//       "CUDA out of memory"; phrases match whole tokens in order (after tokenize()).
+//   severity_weight: {warning: 0.85}                       the score is multiplied by it
+//       (default 1): a warning that merely mentions "hang" ranks below the fatal hang.
+//   linked_weight: 0.1                                      the score is multiplied by
+//       1 + w * ln(1 + n), n = the entries that name this one in `related` or `lookalikes`:
+//       the failure other pages point to is the one a short word usually means.
+struct SearchData {
+  struct Synonym {
+    std::string term;                              // one token, as tokenize() makes it
+    std::vector<std::vector<std::string>> phrases;  // each tokenized
+  };
+  std::vector<Synonym> synonyms;
+  std::map<std::string, double> severity_weight;
+  double linked_weight = 0;
+};
+// Fails (kFormat) on YAML that is not of that shape, naming the key.
+Result<SearchData> parse_search_data(std::string_view yaml);
+// The embedded kb/formats/search.yaml, parsed once (empty when it is absent or does not
+// parse: the site test checks that it does). A --kb directory's formats/search.yaml is
+// not read: the search data is the build's.
+const SearchData& builtin_search_data();
+
 class KeywordIndex {
  public:
-  explicit KeywordIndex(const kb::KnowledgeBase& kb);
+  explicit KeywordIndex(const kb::KnowledgeBase& kb, const SearchData& data = builtin_search_data());
 
   struct Hit {
     size_t entry = 0;                 // index into kb.entries
-    double score = 0;                 // BM25, rounded to 1e-6 (so C++ and JS agree on ties)
+    double score = 0;                 // BM25 times the entry's weight (SearchData), rounded to 1e-6 (so C++ and JS agree on ties)
     std::vector<std::string> terms;   // the query terms that matched, best contribution first
   };
   // Every entry with a positive score, best first; ties by entry id.
   std::vector<Hit> search(std::string_view query) const;
 
-  // The index as data for the static site: {k1, b, n, len: [...], post: {term: [doc, tf, ...]}}.
+  // The index as data for the static site: {k1, b, n, len: [...], boost: [...], post: {term: [doc, tf, ...]}}.
   nlohmann::ordered_json to_json() const;
 
  private:
   std::vector<std::string> ids_;
   std::vector<uint32_t> len_;                                  // weighted document length
+  std::vector<double> boost_;                                  // severity and link weight per document
   std::map<std::string, std::vector<std::pair<uint32_t, uint32_t>>> postings_;  // term -> (doc, tf)
   double avgdl_ = 0;
 };

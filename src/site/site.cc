@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/escape.h"
+#include "base/markdown.h"
 #include "base/strings.h"
 #include "site/search_index.h"
 
@@ -30,26 +31,12 @@ namespace fs = std::filesystem;
 
 std::string esc(std::string_view s) { return html_escape(s); }
 
-// Escaped text with `backtick spans` shown as code.
-std::string inline_text(std::string_view s) {
-  std::string e = esc(trim(s));
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    size_t a = e.find('`', pos);
-    size_t b = a == std::string::npos ? a : e.find('`', a + 1);
-    if (b == std::string::npos) {
-      out += e.substr(pos);
-      break;
-    }
-    out += e.substr(pos, a - pos);
-    out += "<code>" + e.substr(a + 1, b - a - 1) + "</code>";
-    pos = b + 1;
-  }
-  return out;
-}
+// KB text with its inline Markdown (`code`, **strong**, *em*, [text](https://...)) as
+// HTML: base/markdown.h escapes first, then adds the markup.
+std::string inline_text(std::string_view s) { return markdown_html(trim(s)); }
 
-// Paragraphs split on blank lines; single line breaks kept.
+// Paragraphs split on blank lines; single line breaks kept. Markdown is rendered over a
+// whole paragraph, so a code span may run across a line break.
 std::string paras(std::string_view s) {
   std::string out;
   std::string text(trim(s));
@@ -59,11 +46,9 @@ std::string paras(std::string_view s) {
     std::string_view p = std::string_view(text).substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     if (!trim(p).empty()) {
       std::string body;
-      bool first = true;
-      for (std::string_view line : split(trim(p), '\n')) {
-        if (!first) body += "<br>\n";
-        body += inline_text(line);
-        first = false;
+      for (char c : inline_text(p)) {
+        if (c == '\n') body += "<br>\n";
+        else body += c;
       }
       out += "<p>" + body + "</p>\n";
     }
@@ -71,6 +56,19 @@ std::string paras(std::string_view s) {
     pos = end + 2;
   }
   return out;
+}
+
+// A code block's text: blank lines at either end and trailing spaces removed, the first
+// line's indentation kept (Python).
+std::string trim_newlines(std::string_view s) {
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\n') start = i + 1;
+    else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') break;
+  }
+  size_t end = s.size();
+  while (end > start && (s[end - 1] == '\n' || s[end - 1] == ' ' || s[end - 1] == '\t' || s[end - 1] == '\r')) --end;
+  return std::string(s.substr(start, end - start));
 }
 
 // At most `max` bytes, cut at a character boundary, with an ellipsis when cut.
@@ -81,19 +79,47 @@ std::string truncate_utf8(std::string_view s, size_t max) {
   return std::string(trim(s.substr(0, n))) + "\xE2\x80\xA6";
 }
 
+// The first sentence (a ". " at least 20 bytes in, never inside a code span), at most
+// `max` bytes.
 std::string first_sentence(std::string_view s, size_t max = 220) {
   std::string t(trim(s));
   for (char& c : t)
     if (c == '\n') c = ' ';
-  size_t from = 0;
-  while (true) {
-    size_t dot = t.find(". ", from);
-    if (dot == std::string::npos) break;
-    if (dot >= 20) return truncate_utf8(std::string_view(t).substr(0, dot + 1), max);
-    from = dot + 2;
+  bool code = false;
+  for (size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i] == '`') code = !code;
+    if (!code && i >= 20 && t[i] == '.' && t[i + 1] == ' ') return truncate_utf8(std::string_view(t).substr(0, i + 1), max);
   }
   return truncate_utf8(t, max);
 }
+
+// A cut text (an excerpt, a table cell) as HTML: its Markdown rendered; a cut inside a
+// code span closes the span; any other delimiter the cut left without its partner is
+// dropped (no raw backtick or star on a page).
+std::string clipped_html(const std::string& t) {
+  if (markdown_balanced(t)) return markdown_html(t);
+  // Cut inside a code span: close it before the ellipsis.
+  const std::string_view kEllipsis = "\xE2\x80\xA6";
+  if (t.size() >= kEllipsis.size() && t.compare(t.size() - kEllipsis.size(), kEllipsis.size(), kEllipsis) == 0) {
+    std::string closed = t.substr(0, t.size() - kEllipsis.size()) + "`" + std::string(kEllipsis);
+    if (markdown_balanced(closed)) return markdown_html(closed);
+  }
+  // Otherwise the text without its markers (a delimiter left alone would show raw).
+  std::string plain;
+  for (char c : markdown_plain(t, PlainCode::kBare))
+    if (c != '`' && c != '*') plain += c;
+  return esc(plain);
+}
+// The first sentence of a text field, as HTML.
+std::string excerpt(std::string_view s, size_t max = 220) { return clipped_html(first_sentence(s, max)); }
+// At most `max` bytes of a text field, as HTML.
+std::string clipped(std::string_view s, size_t max) { return clipped_html(truncate_utf8(trim(s), max)); }
+
+// An entry's title: its backtick spans as code in a page, without markers where only text
+// fits (<title>, the search index, sorting). A title is not checked for Markdown by kb
+// check: a lone `*` (a glob such as CUBLAS_STATUS_*) shows as itself.
+std::string title_html(const kb::Entry& e) { return inline_text(e.title); }
+std::string title_plain(const kb::Entry& e) { return markdown_plain(e.title, PlainCode::kBare); }
 
 std::string title_case_words(std::string_view s) {
   std::string out(s);
@@ -183,7 +209,7 @@ Model build_model(const kb::KnowledgeBase& kb, const SiteOptions& options) {
   for (size_t i = 0; i < kb.entries.size(); ++i) m.order.push_back(i);
   std::sort(m.order.begin(), m.order.end(), [&](size_t a, size_t b) {
     const auto &x = kb.entries[a], &y = kb.entries[b];
-    std::string tx = to_lower(x.title), ty = to_lower(y.title);
+    std::string tx = to_lower(title_plain(x)), ty = to_lower(title_plain(y));
     return tx != ty ? tx < ty : x.id < y.id;
   });
   for (size_t i : m.order) {
@@ -264,7 +290,7 @@ std::string render_page(const Model& m, const PageSpec& p) {
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<meta name=\"color-scheme\" content=\"light dark\">\n";
   out += "<meta name=\"generator\" content=\"" + esc(m.generator) + "\">\n";
-  if (!p.description.empty()) out += "<meta name=\"description\" content=\"" + esc(first_sentence(p.description, 300)) + "\">\n";
+  if (!p.description.empty()) out += "<meta name=\"description\" content=\"" + esc(first_sentence(markdown_plain(p.description, PlainCode::kBare), 300)) + "\">\n";
   out += "<title>" + esc(p.title) + "</title>\n";
   out += "<link rel=\"icon\" href=\"data:,\">\n";
   out += "<link rel=\"stylesheet\" href=\"" + p.root + "assets/style.css\">\n";
@@ -313,14 +339,151 @@ std::string entry_item(const Model& m, const std::string& root, size_t i, bool s
   return fmt::format(
       "<li class=\"entry-item\"><a class=\"entry-link\" href=\"{}\">{}</a> {}<span class=\"meta\">{} &middot; {}</span>"
       "<p class=\"gist\">{}</p></li>\n",
-      entry_href(root, e), esc(e.title), show_category ? chip_category(root, e.category) + " " : "", esc(fws),
-      esc(phase_name(e.phase)), inline_text(first_sentence(e.summary)));
+      entry_href(root, e), title_html(e), show_category ? chip_category(root, e.category) + " " : "", esc(fws),
+      esc(phase_name(e.phase)), excerpt(e.summary));
 }
 
 std::string link_to_entry(const Model& m, const std::string& root, const std::string& id) {
   const kb::Entry* t = m.kb.find(id);
   if (!t) return "<span class=\"missing\"><code>" + esc(id) + "</code></span>";
-  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), esc(t->title), esc(id));
+  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), title_html(*t), esc(id));
+}
+
+// Where a verify command runs (kb/README.md, "verify"), said as an instruction.
+std::string verify_where_text(std::string_view where) {
+  if (where == "shell") return "Run in a shell on the node (or the login host), after the fix";
+  if (where == "rerun") return "Rerun the job with the fix, for a few steps";
+  if (where == "in-process") return "Add to the training script";
+  return std::string(where);
+}
+
+// A code block with a copy button (assets/search.js adds the button's behaviour).
+std::string code_block(std::string_view code, std::string_view lang, std::string_view cls = "code") {
+  return fmt::format("<div class=\"codebox\"><pre class=\"{}\" data-lang=\"{}\"><code>{}</code></pre>"
+                     "<button type=\"button\" class=\"copy\" hidden>Copy</button></div>\n",
+                     cls, esc(lang), esc(trim_newlines(code)));
+}
+
+std::string verify_block(const kb::Entry& e) {
+  if (trim(e.verify).empty()) return "";
+  // A plain-string verify (an entry from before the page fields): prose, or a command when
+  // it spans several lines.
+  if (e.verify_where.empty() && e.verify_expect.empty()) {
+    return trim(e.verify).find('\n') != std::string_view::npos ? code_block(e.verify, "text", "cmd")
+                                                                : "<div class=\"verify\">" + paras(e.verify) + "</div>\n";
+  }
+  std::string c = "<div class=\"verify where-" + slug(e.verify_where.empty() ? "any" : e.verify_where) + "\">\n";
+  if (!e.verify_where.empty()) c += "<p class=\"where\">" + esc(verify_where_text(e.verify_where)) + ":</p>\n";
+  c += code_block(e.verify, e.verify_where == "in-process" ? "python" : "bash", "cmd");
+  if (!trim(e.verify_expect).empty()) c += "<p class=\"expect\"><strong>Expect:</strong> " + inline_text(e.verify_expect) + "</p>\n";
+  return c + "</div>\n";
+}
+
+// A code example's kind (kb/README.md, "code_examples") as a caption, and its language.
+struct ExampleKind {
+  const char* kind;
+  const char* caption;
+  const char* lang;
+};
+constexpr ExampleKind kExampleKinds[] = {
+    {"pytorch", "PyTorch (Python)", "python"},
+    {"torchrun", "torchrun flags", "bash"},
+    {"deepspeed", "DeepSpeed config (JSON)", "json"},
+    {"transformers", "Hugging Face TrainingArguments", "python"},
+    {"accelerate", "Hugging Face Accelerate", "python"},
+    {"lightning", "PyTorch Lightning Trainer", "python"},
+    {"megatron", "Megatron-LM arguments", "bash"},
+    {"vllm", "vLLM engine arguments", "python"},
+    {"slurm", "Slurm batch script", "bash"},
+    {"kubernetes", "Kubernetes manifest", "yaml"},
+    {"ray", "Ray", "python"},
+    {"docker", "Docker", "bash"},
+    {"bash", "Shell", "bash"},
+};
+
+std::string code_examples(const kb::Entry& e) {
+  std::string c;
+  std::set<std::string> shown;
+  auto figure = [&](const std::string& kind, const std::string& code) {
+    const ExampleKind* k = nullptr;
+    for (const auto& x : kExampleKinds)
+      if (kind == x.kind) k = &x;
+    c += fmt::format("<figure class=\"code example-{}\"><figcaption>{}</figcaption>\n{}</figure>\n", slug(kind),
+                     esc(k ? std::string(k->caption) : framework_name(kind)), code_block(code, k ? k->lang : "text"));
+    shown.insert(kind);
+  };
+  // The kinds in the order of the table above, then any other kind.
+  for (const auto& k : kExampleKinds)
+    if (auto it = e.code_examples.find(k.kind); it != e.code_examples.end()) figure(it->first, it->second);
+  for (const auto& [kind, code] : e.code_examples)
+    if (!shown.count(kind)) figure(kind, code);
+  if (!e.code_examples_note.empty()) {
+    c += "<ul class=\"code-notes\">\n";
+    for (const auto& [fw, note] : e.code_examples_note)
+      c += "<li><span class=\"fw\">" + esc(framework_name(fw)) + ":</span> " + inline_text(note) + "</li>\n";
+    c += "</ul>\n";
+  }
+  return c;
+}
+
+std::string faq_block(const kb::Faq& q) {
+  std::string c;
+  auto row = [&](const char* id, const char* question, const std::string& answer) {
+    if (!trim(answer).empty())
+      c += fmt::format("<div id=\"faq-{}\"><dt>{}</dt><dd>{}</dd></div>\n", id, question, answer);
+  };
+  auto text = [](const std::string& s) { return trim(s).empty() ? std::string() : inline_text(s); };
+  row("hardware", "Hardware or software?", text(q.hardware_or_software));
+  row("fix-time", "How long does the fix take?", text(q.fix_time));
+  row("inference", "Does it affect inference?", text(q.inference));
+  row("confirm", "What is the cheapest way to confirm it?", text(q.cheapest_confirm));
+  row("scale", "How does it change from 1 GPU to 1,000?", text(q.scale));
+  row("monitor", "What should be monitored?", text(q.monitor));
+  if (!q.docs.empty()) {
+    std::string d = "<ul class=\"docs\">\n";
+    for (const auto& r : q.docs) {
+      std::string link = is_web_url(r.url)
+                             ? fmt::format("<a href=\"{}\" rel=\"noopener noreferrer\">{}</a>", esc(r.url),
+                                           r.note.empty() ? esc(r.url) : inline_text(r.note))
+                             : "<span>" + esc(r.url) + (r.note.empty() ? "" : " (" + inline_text(r.note) + ")") + "</span>";
+      d += "<li>" + link + "</li>\n";
+    }
+    row("docs", "Official documentation", d + "</ul>\n");
+  }
+  return c.empty() ? c : "<dl class=\"faq\">\n" + c + "</dl>\n";
+}
+
+// The entries that share the most tags with `e` (at least one), best first: more shared
+// tags, then the larger share of the other entry's tags, then the title. At most `limit`,
+// leaving out `e` and the ids in `skip`.
+std::vector<std::pair<size_t, std::vector<std::string>>> related_by_tags(const Model& m, const kb::Entry& e,
+                                                                         const std::vector<std::string>& skip,
+                                                                         size_t limit = 8) {
+  std::map<size_t, std::vector<std::string>> shared;
+  std::set<std::string> seen;
+  for (const auto& t : e.tags) {
+    std::string s = slug(t);
+    if (!seen.insert(s).second) continue;
+    auto it = m.by_tag.find(s);
+    if (it == m.by_tag.end()) continue;
+    for (size_t i : it->second) {
+      const kb::Entry& o = m.kb.entries[i];
+      if (o.id == e.id || std::find(skip.begin(), skip.end(), o.id) != skip.end()) continue;
+      shared[i].push_back(t);
+    }
+  }
+  std::vector<std::pair<size_t, std::vector<std::string>>> out(shared.begin(), shared.end());
+  auto share = [&](const auto& x) {
+    return static_cast<double>(x.second.size()) / static_cast<double>(std::max<size_t>(1, m.kb.entries[x.first].tags.size()));
+  };
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    if (share(a) != share(b)) return share(a) > share(b);
+    const kb::Entry &x = m.kb.entries[a.first], &y = m.kb.entries[b.first];
+    return x.title != y.title ? title_plain(x) < title_plain(y) : x.id < y.id;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -333,7 +496,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
                    "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#cat-{}\">{}</a></nav>\n",
                    slug(e.category), esc(category_name(e.category)));
   b += "<article class=\"entry\">\n<header class=\"entry-head\">\n";
-  b += "<h1>" + esc(e.title) + "</h1>\n";
+  b += "<h1>" + title_html(e) + "</h1>\n";
   b += "<p class=\"entry-id\"><code>" + esc(e.id) + "</code></p>\n";
   b += "<dl class=\"facts\">\n";
   b += "<div><dt>Category</dt><dd>" + chip_category(root, e.category) + "</dd></div>\n";
@@ -359,53 +522,45 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
     s += fmt::format("<section id=\"{}\"{}>\n<h2>{}</h2>\n{}</section>\n", id, cls.empty() ? "" : " class=\"" + cls + "\"",
                      esc(heading), content);
   };
-  section("quick-answer", "Quick answer", paras(e.summary), "answer");
-  section("mechanism", "What happens", paras(e.mechanism));
+  section("what", "What this failure is", paras(e.summary), "answer");
+  section("mechanism", "What happens inside", paras(e.mechanism));
   if (!e.symptoms.empty()) {
-    std::string c = "<ul class=\"symptoms\">\n";
-    for (const auto& sy : e.symptoms) {
-      c += "<li><span class=\"symptom\">" + inline_text(sy.symptom) + "</span>";
-      if (!sy.why.empty()) c += "<span class=\"why\">" + inline_text(sy.why) + "</span>";
-      c += "</li>\n";
-    }
-    section("symptoms", "Symptoms and why", c + "</ul>\n");
-  }
-  if (!e.affected.empty()) {
-    std::string c = "<ul>\n";
-    for (const auto& a : e.affected) c += "<li>" + inline_text(a) + "</li>\n";
-    section("affected", "Affected systems and versions", c + "</ul>\n");
+    std::string c = "<div class=\"table-wrap\"><table class=\"symptoms\">\n<thead><tr><th>Symptom</th><th>Why</th></tr></thead>\n"
+                    "<tbody>\n";
+    for (const auto& sy : e.symptoms)
+      c += "<tr><td>" + inline_text(sy.symptom) + "</td><td>" + inline_text(sy.why) + "</td></tr>\n";
+    section("symptoms", "Symptoms and why", c + "</tbody>\n</table></div>\n");
   }
   if (!e.confirm.empty()) {
     std::string c = "<ul class=\"checklist\">\n";
     for (const auto& a : e.confirm) c += "<li>" + inline_text(a) + "</li>\n";
     section("confirm", "How to confirm", c + "</ul>\n");
   }
-  if (!e.transience.empty()) section("transience", "Transient or terminal", "<p>" + esc(transience_text(e.transience)) + "</p>\n");
+  if (!e.transience.empty() || !trim(e.transience_recovers).empty() || !trim(e.transience_stop).empty()) {
+    std::string c = "<dl class=\"rule\">\n";
+    if (!e.transience.empty())
+      c += "<div class=\"rule-kind rule-" + slug(e.transience) + "\"><dt>Does the run recover by itself?</dt><dd>" +
+           esc(transience_text(e.transience)) + "</dd></div>\n";
+    if (!trim(e.transience_recovers).empty())
+      c += "<div><dt>When it goes away by itself</dt><dd>" + inline_text(e.transience_recovers) + "</dd></div>\n";
+    if (!trim(e.transience_stop).empty())
+      c += "<div><dt>When to stop the run</dt><dd>" + inline_text(e.transience_stop) + "</dd></div>\n";
+    section("transience", "Transient or terminal", c + "</dl>\n");
+  }
   section("root-cause", "Root cause", paras(e.root_cause));
   if (!e.fix.empty()) {
     std::string c = "<ol class=\"steps\">\n";
     for (const auto& f : e.fix) c += "<li>" + inline_text(f) + "</li>\n";
     section("fix", "Fix", c + "</ol>\n");
   }
-  if (!trim(e.verify).empty()) {
-    std::string c = trim(e.verify).find('\n') != std::string_view::npos
-                        ? "<pre class=\"cmd\"><code>" + esc(trim(e.verify)) + "</code></pre>\n"
-                        : "<div class=\"verify\">" + paras(e.verify) + "</div>\n";
-    section("verify", "Verify the fix", c);
-  }
+  section("verify", "Verify the fix", verify_block(e));
   if (!e.prevention.empty()) {
     std::string c = "<ul>\n";
     for (const auto& p : e.prevention) c += "<li>" + inline_text(p) + "</li>\n";
     section("prevention", "Prevention", c + "</ul>\n");
   }
-  if (!e.code_examples.empty()) {
-    std::string c;
-    for (const auto& [fw, code] : e.code_examples) {
-      c += fmt::format("<figure class=\"code\"><figcaption>{}</figcaption><pre><code>{}</code></pre></figure>\n",
-                       esc(framework_name(fw)), esc(code));
-    }
-    section("code", "Code examples", c);
-  }
+  section("code", "Code examples", code_examples(e));
+  section("faq", "Questions people ask", faq_block(e.faq));
   if (!e.lookalikes.empty()) {
     std::string c = "<dl class=\"lookalikes\">\n";
     for (const auto& l : e.lookalikes)
@@ -422,11 +577,32 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
         if (!is_lookalike && std::find(rel.begin(), rel.end(), r) == rel.end()) rel.push_back(r);
       }
     }
+    std::string c;
     if (!rel.empty()) {
-      std::string c = "<ul class=\"related\">\n";
+      c += "<ul class=\"related\">\n";
       for (const auto& r : rel) c += "<li>" + link_to_entry(m, root, r) + "</li>\n";
-      section("related", "Related entries", c + "</ul>\n");
+      c += "</ul>\n";
     }
+    // Computed: the entries sharing the most tags with this one (not already named above).
+    std::vector<std::string> named = rel;
+    for (const auto& l : e.lookalikes) named.push_back(l.id);
+    auto by_tag = related_by_tags(m, e, named);
+    if (!by_tag.empty()) {
+      c += "<h3 id=\"related-by-tag\">Sharing tags</h3>\n<ul class=\"related by-tag\">\n";
+      for (const auto& [i, shared] : by_tag) {
+        std::string tags;
+        for (const auto& t : shared)
+          tags += fmt::format(" <a class=\"tag\" href=\"{}tags/{}.html\">{}</a>", root, slug(t), esc(t));
+        c += "<li>" + link_to_entry(m, root, m.kb.entries[i].id) + "<span class=\"shared\">" + tags + "</span></li>\n";
+      }
+      c += "</ul>\n";
+    }
+    section("related", "Related entries", c);
+  }
+  if (!e.affected.empty()) {
+    std::string c = "<ul>\n";
+    for (const auto& a : e.affected) c += "<li>" + inline_text(a) + "</li>\n";
+    section("affected", "Affected systems and versions", c + "</ul>\n");
   }
   if (!e.references.empty()) {
     std::string c = "<ul class=\"refs\">\n";
@@ -467,7 +643,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
   b += "</nav>\n";
   b += s;
   b += "</article>\n";
-  return render_page(m, {root, e.title + " \xC2\xB7 firstfault encyclopedia", e.summary, b, false});
+  return render_page(m, {root, title_plain(e) + " \xC2\xB7 firstfault encyclopedia", e.summary, b, false});
 }
 
 std::string index_page(const Model& m) {
@@ -557,14 +733,14 @@ std::string framework_page(const Model& m, const std::string& fw_slug) {
   for (const auto& p : phases) {
     for (size_t i : by_phase[p]) {
       const kb::Entry& e = m.kb.entries[i];
-      std::string symptom = !e.symptoms.empty() ? inline_text(truncate_utf8(e.symptoms[0].symptom, 200))
+      std::string symptom = !e.symptoms.empty() ? clipped(e.symptoms[0].symptom, 200)
                             : !e.examples.empty()
                                 ? "<code>" + esc(truncate_utf8(trim(split(trim(e.examples[0].text), '\n')[0]), 160)) + "</code>"
                                 : "";
       b += fmt::format("<tr><td><a href=\"{}\">{}</a><span class=\"meta\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       entry_href(root, e), esc(e.title), esc(phase_name(e.phase)), symptom,
-                       inline_text(first_sentence(e.root_cause)),
-                       e.fix.empty() ? "" : inline_text(truncate_utf8(e.fix[0], 260)));
+                       entry_href(root, e), title_html(e), esc(phase_name(e.phase)), symptom,
+                       excerpt(e.root_cause),
+                       e.fix.empty() ? "" : clipped(e.fix[0], 260));
     }
   }
   b += "</tbody>\n</table></div>\n</section>\n";
@@ -591,7 +767,7 @@ std::string search_index_js(const Model& m, SiteStats& stats) {
   j["v"] = 1;
   auto& entries = j["entries"] = nlohmann::ordered_json::array();
   for (const auto& e : m.kb.entries) {
-    entries.push_back({e.id, e.title, e.category, "entries/" + slug(e.id) + ".html"});
+    entries.push_back({e.id, title_plain(e), e.category, "entries/" + slug(e.id) + ".html"});
   }
   auto& prefixes = j["prefixes"] = nlohmann::ordered_json::array();
   for (const auto& f : m.kb.prefixes) {

@@ -3,7 +3,12 @@
 //
 // generate() writes into a folder:
 //   index.html                 every entry grouped by category, frameworks, tags, search box
-//   entries/<id>.html          one page per entry (all of its fields, patterns, examples)
+//   entries/<id>.html          one page per entry: every field an entry has, in reading
+//                              order (what it is, mechanism, symptoms table, how to confirm,
+//                              transience rule, root cause, fix, verify with where it runs and
+//                              what to expect, prevention, code examples per framework, FAQ,
+//                              lookalikes, related and related by shared tags, references,
+//                              patterns, examples); a field an entry lacks is left out
 //   frameworks/<name>.html     a hub per framework: entries by lifecycle phase and a
 //                              side-by-side table (symptom, cause, fix)
 //   tags/<tag>.html            entries per tag
@@ -20,7 +25,8 @@
 //   auto stats = site::generate(kb, "out/", {});
 //   if (!stats.ok()) report(stats.error());
 //
-// Every KB text is HTML-escaped; links to other pages are relative, so the folder can be
+// Every KB text is HTML-escaped, then its inline Markdown rendered (base/markdown.h: code,
+// strong, emphasis, https links only); links to other pages are relative, so the folder can be
 // moved or opened from disk. Failure: an Error (kIo) when a file cannot be written;
 // earlier files stay written.
 #pragma once

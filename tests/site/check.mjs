@@ -2,12 +2,16 @@
 //
 //   node tests/site/check.mjs path/to/firstfault
 //
-// Generates the site into a temporary folder, opens index.html, a framework hub and an
-// entry page over file://, and checks: no console errors, no failed requests, nothing
+// Generates the site into a temporary folder (the built-in KB plus the fixture entry of
+// tests/data/site-kb, which has every page field), opens index.html, a framework hub and
+// an entry page over file://, and checks: no console errors, no failed requests, nothing
 // fetched from the network; every internal link on those pages points to a file (and
 // an anchor) that exists; a pasted raw error line ranks its entry first; the browser's
-// ranking equals `firstfault search`'s; every KB example line is won by its own entry in
-// the browser as in the engine (the RE2 -> JS regex conversion and the prefix peeling).
+// ranking equals `firstfault search`'s, and the words of tests/data/search-queries.tsv
+// rank their entry first in both; every KB example line is won by its own entry in
+// the browser as in the engine (the RE2 -> JS regex conversion and the prefix peeling);
+// at 390 px (a phone) no page of any kind scrolls sideways, and the fixture's page shows
+// its FAQ, symptoms table and verify code block (which scrolls inside itself).
 // Exit: 0 pass, 1 fail, 77 skipped (no Chromium or playwright-core: run tools/install-deps).
 // FF_SITE_SCREENSHOTS=DIR also saves light and dark screenshots.
 import { execFileSync } from 'node:child_process';
@@ -24,7 +28,7 @@ if (!binary) {
   process.exit(2);
 }
 const chromium = await chromiumOrSkip();
-startWatchdog(60);
+startWatchdog(120);
 
 const failures = [];
 const fail = (msg) => failures.push(msg);
@@ -37,13 +41,23 @@ const lap = (name) => {
   tLap = now;
 };
 
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const fixtureKb = path.join(repo, 'tests', 'data', 'site-kb');
+const FIXTURE = 'entries/fixture.site.every-page-field.html';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-site-check-'));
 const out = path.join(tmp, 'site');
 const userData = path.join(tmp, 'chromium-profile');
 const env = { ...process.env };
 if (!env.FIRSTFAULT_CACHE_DIR) env.FIRSTFAULT_CACHE_DIR = path.join(tmp, 'cache');
-execFileSync(binary, ['site', out], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+execFileSync(binary, ['--kb', fixtureKb, 'site', out], { env, stdio: ['ignore', 'ignore', 'inherit'] });
 lap('generate');
+
+// tests/data/search-queries.tsv: query, the entry id that must come first.
+const QUERIES = fs
+  .readFileSync(path.join(repo, 'tests', 'data', 'search-queries.tsv'), 'utf8')
+  .split('\n')
+  .filter((l) => l.trim() && !l.startsWith('#'))
+  .map((l) => l.split('\t'));
 
 const OOM_LINE =
   'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB';
@@ -54,7 +68,7 @@ const NCCL_LINE =
 
 function cliSearch(query) {
   try {
-    const text = execFileSync(binary, ['search', '--format', 'json', '--limit', '0', query], {
+    const text = execFileSync(binary, ['--kb', fixtureKb, 'search', '--format', 'json', '--limit', '0', query], {
       env,
       stdio: ['ignore', 'pipe', 'ignore'],
     }).toString();
@@ -98,7 +112,7 @@ function watch(page, label) {
   });
 }
 
-const pages = ['index.html', 'frameworks/pytorch.html', 'entries/pytorch.cuda.out-of-memory.html'];
+const pages = ['index.html', 'frameworks/pytorch.html', 'entries/pytorch.cuda.out-of-memory.html', FIXTURE, 'tags/oom.html'];
 let linksChecked = 0;
 try {
   const page = context.pages()[0] ?? (await context.newPage());
@@ -161,6 +175,14 @@ try {
     if (JSON.stringify(cli) !== JSON.stringify(web))
       fail(`ranking differs for "${q.slice(0, 50)}":\n  cli: ${cli.join(' ')}\n  web: ${web.join(' ')}`);
   }
+  // The words people type: the expected entry first, in the browser and on the command line.
+  for (const [q, want] of QUERIES) {
+    const cli = cliSearch(q).slice(0, 3).map((r) => r.id);
+    const web = (await page2.evaluate((t) => window.ffSearch.search(t), q)).slice(0, 3).map((r) => r.id);
+    if (web[0] !== want) fail(`site search "${q}": first is ${web[0]}, want ${want} (then ${web.slice(1).join(' ')})`);
+    if (JSON.stringify(cli) !== JSON.stringify(web))
+      fail(`ranking differs for "${q}":\n  cli: ${cli.join(' ')}\n  web: ${web.join(' ')}`);
+  }
   const nccl = cliSearch(NCCL_LINE);
   if (!nccl.length || nccl[0].match !== 'pattern') fail('the NCCL watchdog line does not match a pattern in the CLI');
 
@@ -190,6 +212,51 @@ try {
   if (examples.length < 100) fail(`only ${examples.length} examples found in the entry pages`);
 
   lap(`${examples.length} examples`);
+
+  // A phone, 390 px wide: no page of any kind scrolls sideways (code blocks and tables
+  // scroll inside themselves). Every hub, some tag pages, the index, the fixture and the
+  // largest entry pages (the likeliest to overflow) plus a sample of the others.
+  await page2.setViewportSize({ width: 390, height: 844 });
+  const entryFiles = fs.readdirSync(path.join(out, 'entries')).map((f) => ['entries/' + f, fs.statSync(path.join(out, 'entries', f)).size]);
+  entryFiles.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const narrow = new Set(['index.html', FIXTURE]);
+  entryFiles.slice(0, 12).forEach(([f]) => narrow.add(f));
+  entryFiles.forEach(([f], i) => { if (i % 40 === 0) narrow.add(f); });
+  fs.readdirSync(path.join(out, 'frameworks')).forEach((f) => narrow.add('frameworks/' + f));
+  fs.readdirSync(path.join(out, 'tags')).sort().forEach((f, i) => { if (i % 50 === 0 || f === 'oom.html') narrow.add('tags/' + f); });
+  for (const rel of narrow) {
+    await page2.goto(pathToFileURL(path.join(out, rel)).href);
+    const wide = await page2.evaluate(() => {
+      const w = document.documentElement.scrollWidth;
+      if (w <= 390) return null;
+      // The widest culprits, for the message.
+      const bad = [];
+      for (const el of document.querySelectorAll('body *')) {
+        const r = el.getBoundingClientRect();
+        if (r.right > 391 && !el.closest('pre, .table-wrap')) bad.push(`${el.tagName.toLowerCase()}.${el.className} (${Math.round(r.right)} px)`);
+      }
+      return `${w} px; ${bad.slice(-3).join(', ')}`;
+    });
+    if (wide) fail(`${rel} scrolls sideways at 390 px: ${wide}`);
+  }
+  lap(`390 px: ${narrow.size} pages`);
+
+  // The fixture's page at 390 px shows the FAQ, the symptoms table and the verify block;
+  // the verify command's long line scrolls inside its block; the copy button works.
+  await page2.goto(pathToFileURL(path.join(out, FIXTURE)).href);
+  for (const sel of ['#faq dl.faq dt', '#symptoms table.symptoms td', '#verify pre.cmd code', '#verify .expect',
+                     '#transience dl.rule', '#code figure.code figcaption', '#related .by-tag a']) {
+    if (!(await page2.isVisible(sel))) fail(`${FIXTURE} at 390 px: ${sel} is not visible`);
+  }
+  const faq = await page2.$$eval('#faq dt', (els) => els.length);
+  if (faq !== 7) fail(`${FIXTURE}: the FAQ has ${faq} questions, want 7`);
+  const pre = await page2.$eval('#verify pre.cmd', (el) => [el.scrollWidth, el.clientWidth]);
+  if (!(pre[0] > pre[1])) fail(`${FIXTURE}: the verify block does not scroll inside itself (${pre})`);
+  await page2.click('#verify button.copy');
+  await page2.waitForFunction(() => /Copied|Selected/.test(document.querySelector('#verify button.copy').textContent));
+  lap('fixture page');
+
+  await page2.setViewportSize({ width: 1280, height: 900 });
 
   // Both themes apply.
   await page2.emulateMedia({ colorScheme: 'light' });
@@ -231,6 +298,7 @@ if (failures.length) {
   console.error(`${failures.length} failure(s) in ${secs} s`);
   process.exit(1);
 }
-console.log(`site check passed in ${secs} s: ${pages.length} pages, ${linksChecked} links, search ranks as the CLI`);
+console.log(`site check passed in ${secs} s: ${pages.length} pages, ${linksChecked} links, search ranks as the CLI, ` +
+  `${QUERIES.length} common queries first, no sideways scroll at 390 px`);
 console.log(`  (${laps.join(', ')})`);
 process.exit(0);

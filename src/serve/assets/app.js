@@ -191,14 +191,22 @@ async function search() {
   $("hits").replaceChildren(...j.results.map((h) => hit(h.id, h.title, h.category, h.why)));
 }
 
+// An element holding HTML the server rendered from a KB text field (escaped first, then
+// its inline Markdown: entry_json's "html").
+function rich(tag, html) {
+  const e = el(tag);
+  e.innerHTML = html;
+  return e;
+}
+
 function section(title, body) {
   if (!body || (Array.isArray(body) && !body.length)) return [];
   if (Array.isArray(body)) {
     const ol = el("ol");
-    for (const s of body) ol.append(el("li", {}, s));
+    for (const s of body) ol.append(rich("li", s));
     return [el("h3", {}, title), ol];
   }
-  return [el("h3", {}, title), el("p", {}, body)];
+  return [el("h3", {}, title), rich("p", body)];
 }
 
 async function openEntry(id) {
@@ -210,13 +218,13 @@ async function openEntry(id) {
   art.replaceChildren(
     el("h2", {}, e.title),
     el("div", { class: "muted" }, e.category + " · " + e.phase + " · " + e.id + (e.frameworks.length ? " · " + e.frameworks.join(", ") : "")),
-    ...section("Quick answer", e.summary),
-    ...section("What happens", e.mechanism),
-    ...section("Root cause", e.root_cause),
-    ...section("Fix", e.fix),
+    ...section("Quick answer", e.html.summary),
+    ...section("What happens", e.html.mechanism),
+    ...section("Root cause", e.html.root_cause),
+    ...section("Fix", e.html.fix),
     ...(e.verify ? [el("h3", {}, "Verify"), el("pre", {}, e.verify)] : []),
-    ...section("Confirm", e.confirm),
-    ...section("Prevention", e.prevention),
+    ...section("Confirm", e.html.confirm),
+    ...section("Prevention", e.html.prevention),
     ...(e.examples.length ? [el("h3", {}, "What it looks like"), el("pre", {}, e.examples.slice(0, 3).join("\n"))] : []),
   );
   if (e.references.length) {

@@ -6,7 +6,9 @@
 //      against every pattern; the most specific entry of each line comes first (highest
 //      priority, then the longest match in UTF-8 bytes, then the id), then the other
 //      entries that matched;
-//   2. the remaining entries by BM25 over the index built at generation time.
+//   2. the remaining entries by BM25 over the index built at generation time (the synonyms
+//      of kb/formats/search.yaml are already in its postings), times each entry's
+//      severity weight.
 // tokenize() must stay identical to site::tokenize() in search_index.cc.
 (function () {
   'use strict';
@@ -145,7 +147,7 @@
       }
     });
     hits.forEach(function (h) {
-      h.score = round6(h.score);
+      h.score = round6(h.score * (ix.boost ? ix.boost[h.entry] : 1));
       // Stable sort (ES2019): equal contributions keep query order, as std::stable_sort.
       h.contrib.sort(function (a, b) { return b[0] - a[0]; });
       h.terms = h.contrib.map(function (c) { return c[1]; });
@@ -341,6 +343,38 @@
     }
   }
 
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', setup);
-  else setup();
+  // Copy buttons on the code blocks of an entry page: the code goes to the clipboard where
+  // the browser allows it (file:// may not), and is selected either way for Ctrl+C.
+  function setupCopy() {
+    Array.prototype.forEach.call(document.querySelectorAll('.codebox'), function (box) {
+      var btn = box.querySelector('button.copy');
+      var code = box.querySelector('pre code');
+      if (!btn || !code) return;
+      btn.hidden = false;
+      btn.addEventListener('click', function () {
+        var range = document.createRange();
+        range.selectNodeContents(code);
+        var sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        function done(label) {
+          btn.textContent = label;
+          setTimeout(function () { btn.textContent = 'Copy'; }, 1500);
+        }
+        if (navigator.clipboard && navigator.clipboard.writeText) {
+          navigator.clipboard.writeText(code.textContent).then(function () { done('Copied'); }, function () { done('Selected'); });
+        } else {
+          done('Selected');
+        }
+      });
+    });
+  }
+
+  function start() {
+    setup();
+    setupCopy();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
 })();
