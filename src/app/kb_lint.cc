@@ -11,6 +11,7 @@
 #include <set>
 
 #include "app/kb_check.h"
+#include "base/markdown.h"
 #include "base/strings.h"
 
 namespace ff::app {
@@ -47,36 +48,6 @@ std::string first_program(std::string_view cmd) {
     if (slash != std::string_view::npos) word.remove_prefix(slash + 1);
     return std::string(word);
   }
-}
-
-// Inline Markdown that would show raw on a page: an odd number of backticks, or an odd
-// number of `**` / lone `*` outside code spans. Returns what is wrong, or "".
-std::string markdown_problem(std::string_view text) {
-  size_t ticks = 0;
-  for (char c : text) ticks += c == '`';
-  if (ticks % 2) return "an unmatched backtick";
-  std::string outside;
-  bool code = false;
-  for (char c : text) {
-    if (c == '`') code = !code;
-    else if (!code) outside += c;
-  }
-  size_t strong = 0, em = 0;
-  for (size_t i = 0; i < outside.size(); ++i) {
-    if (outside[i] != '*') continue;
-    if (i + 1 < outside.size() && outside[i + 1] == '*') {
-      ++strong;
-      ++i;
-      continue;
-    }
-    // A `*` between spaces or digits is arithmetic or a bullet, not emphasis: it renders as itself.
-    bool before = i > 0 && outside[i - 1] != ' ' && outside[i - 1] != '\n';
-    bool after = i + 1 < outside.size() && outside[i + 1] != ' ' && outside[i + 1] != '\n';
-    if (before || after) ++em;
-  }
-  if (strong % 2) return "an unmatched '**'";
-  if (em % 2) return "an unmatched '*' (put globs and products inside backticks)";
-  return "";
 }
 
 // GitHub URL → (owner/name, branch-or-ref) for blob/ and tree/ links.
@@ -185,10 +156,10 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
       texts.push_back({fmt::format("symptoms[{}].symptom", i), &e.symptoms[i].symptom});
       texts.push_back({fmt::format("symptoms[{}].why", i), &e.symptoms[i].why});
     }
-    for (const auto& [name, text] : texts) {
-      std::string why = markdown_problem(*text);
-      if (!why.empty()) fail(md, e, fmt::format("{} has {}", name, why));
-    }
+    for (const auto& [name, text] : texts)
+      if (!markdown_balanced(*text))
+        fail(md, e, fmt::format("{} has an unpaired Markdown delimiter (a backtick, '**' or '*': put globs and "
+                                "products inside backticks)", name));
 
     RuleCount& refs = rule("references.default-branch");
     std::vector<const kb::Reference*> links;
