@@ -141,7 +141,7 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     RuleCount& md = rule("page.markdown");
     ++md.checked;
     std::vector<std::pair<std::string, const std::string*>> texts{
-        {"summary", &e.summary}, {"mechanism", &e.mechanism}, {"root_cause", &e.root_cause},
+        {"title", &e.title}, {"summary", &e.summary}, {"mechanism", &e.mechanism}, {"root_cause", &e.root_cause},
         {"verify.expect", &e.verify_expect}, {"transience_rule.recovers", &e.transience_recovers},
         {"transience_rule.stop", &e.transience_stop}, {"faq.hardware_or_software", &q.hardware_or_software},
         {"faq.fix_time", &q.fix_time}, {"faq.inference", &q.inference}, {"faq.cheapest_confirm", &q.cheapest_confirm},
