@@ -112,7 +112,7 @@ struct ScanOptions {
   io::ReadOptions read;                   // scan_job's input limits (expansion, archive members)
   // Threads; 0: one per core. With 2 or more, one of them reads (and decompresses) and
   // scans too when the others fall behind; with 1, everything runs on the calling thread.
-  // The result is the same for every value: see "Threads" in scan.cc.
+  // The result is the same for every value: see "Threads" in scan_internal.h.
   unsigned threads = 0;
   // Bytes of lines per chunk, the unit of parallel work. Small values (tests) cross chunk
   // boundaries often; below 64 KiB the bytes are copied into chunks instead of read there.
