@@ -1,11 +1,12 @@
 // analyze.clocks.cc — time across nodes: node clock offsets estimated from the steps every rank logs
 // (estimate_clocks), the order of two events by aligned time then position (earlier), and
-// times as text (format_time, iso_time; civil dates are record's).
+// times as text (format_time, iso_time; the civil dates of base/civil.h).
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "analyze/analyze_internal.h"
+#include "base/civil.h"
 #include "base/strings.h"
 
 namespace ff::analyze::detail {
@@ -85,16 +86,7 @@ std::string format_time(int64_t us, record::Clock clock) {
   int64_t days = secs / 86400;
   int64_t rem = secs % 86400;
   if (rem < 0) rem += 86400, --days;
-  // civil_from_days (Howard Hinnant)
-  int64_t z = days + 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  int64_t d = doy - (153 * mp + 2) / 5 + 1;
-  int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  int64_t y = yoe + era * 400 + (m <= 2);
+  const auto [y, m, d] = civil_from_days(days);
   char buf[48];
   int ms = static_cast<int>((us % 1000000 + 1000000) % 1000000 / 1000);
   if (clock == record::Clock::kWall)

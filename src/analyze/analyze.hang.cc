@@ -6,6 +6,7 @@
 
 #include "analyze/analyze_internal.h"
 #include "base/strings.h"
+#include "template/template.h"
 
 namespace ff::analyze::detail {
 
@@ -36,7 +37,7 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
   for (const Incident* inc : incidents) {
     if (inc->category != "hang" || (inc->role != kb::Role::kRoot && inc->role != kb::Role::kCollateral)) continue;
     if (inc->rank >= 0) timed_out.insert(inc->rank);
-    hang_texts.insert(normalise(trim(inc->decisive->text)));
+    hang_texts.insert(template_::mask(inc->decisive->text));
   }
   for (const Event& e : events) {
     if (e.kind != EventKind::kPattern) continue;
@@ -55,7 +56,7 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
   for (const Event* f : launcher_failures) {
     if (f->rank < 0) continue;
     world.insert(f->rank);
-    if (hang_texts.count(normalise(trim(f->text)))) timed_out.insert(f->rank);
+    if (hang_texts.count(template_::mask(f->text))) timed_out.insert(f->rank);
   }
   // The stuck collective: the sequence number most ranks report.
   int best = 0;

@@ -60,24 +60,6 @@ bool better_hit(const Event* a, const Event* b) {
 
 }  // namespace
 
-std::string normalise(std::string_view text) {
-  // Digits and hex runs masked, so the same line on many ranks is one incident.
-  std::string out;
-  out.reserve(text.size());
-  bool in_num = false;
-  for (char c : text) {
-    bool digit = c >= '0' && c <= '9';
-    if (digit) {
-      if (!in_num) out.push_back('#');
-      in_num = true;
-    } else {
-      in_num = false;
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents) {
   std::vector<const Incident*> v;
   for (const auto& i : incidents) v.push_back(&i);
@@ -96,7 +78,7 @@ kb::Precedence precedence_of(const Incident& inc) {
 
 }  // namespace
 
-// 1. Incidents: one per traceback (with the KB hits inside it), one per hit outside.
+// Step 1 (ARCHITECTURE.md, Reasoning), incidents: one per traceback (with the KB hits inside it), one per hit outside.
 void build_incidents(Ctx& c) {
   std::map<std::tuple<uint32_t, int, uint64_t>, size_t> traceback_incident;  // (source, rank, first line)
   for (const Event& e : c.events) {
@@ -163,7 +145,7 @@ void name_unrecognised(Ctx& c, Incident& inc, const Event& dec) {
 
 }  // namespace
 
-// 2. Name each incident, give it a role, and a tier from the KB's precedence.
+// Step 1, names: name each incident, give it a role, and a tier from the KB's precedence.
 void name_incidents(Ctx& c) {
   for (Incident& inc : c.incidents) {
     const Event& dec = *inc.decisive;
@@ -277,7 +259,7 @@ void mark_recovered(Ctx& c) {
   }
 }
 
-// 3. The initiating failure: best tier, then earliest (node clocks aligned).
+// Step 2, order: the initiating failure: best tier, then earliest (node clocks aligned).
 void choose_primary(Ctx& c) {
   if (c.on(Rule::kClockAlignment)) c.clocks = estimate_clocks(c.sources, c.numbers);
   for (const auto& [node, off] : c.clocks.node_offset) {

@@ -8,6 +8,7 @@
 
 #include "analyze/analyze_internal.h"
 #include "base/strings.h"
+#include "template/template.h"
 
 namespace ff::analyze::detail {
 
@@ -20,7 +21,7 @@ std::string fmt_progress(double behind, double top) {
   return buf;
 }
 
-// 4. Rank attribution: an ordered table of rules, each of which may give (or, for
+// Step 3, rank attribution: an ordered table of rules, each of which may give (or, for
 // all-alike, take back) the primary's rank with its source and reason.
 struct RankAnswer {
   int rank;
@@ -36,18 +37,18 @@ std::optional<RankAnswer> rank_from_launcher(Ctx& c, bool same_text) {
   // line of its traceback (a chained traceback ends on a consequence).
   std::set<std::string> mine;
   for (const Event* m : c.primary->members) {
-    mine.insert(normalise(trim(m->text)));
-    for (const auto& x : m->exc_chain) mine.insert(normalise(trim(x)));
+    mine.insert(template_::mask(m->text));
+    for (const auto& x : m->exc_chain) mine.insert(template_::mask(x));
   }
   std::set<std::string> others;  // what the collateral incidents said
   for (const Incident& inc : c.incidents) {
     if (&inc != c.primary && inc.role == kb::Role::kCollateral && !inc.decisive->in_launcher_summary)
-      others.insert(normalise(trim(inc.decisive->text)));
+      others.insert(template_::mask(inc.decisive->text));
   }
   std::set<int> same, unexplained;
   for (const Event* f : c.launcher_failures) {
     if (f->rank < 0) continue;
-    std::string t = normalise(trim(f->text));
+    std::string t = template_::mask(f->text);
     if (!t.empty() && mine.count(t)) same.insert(f->rank);
     else if (t.empty() || !others.count(t)) unexplained.insert(f->rank);
   }

@@ -89,7 +89,6 @@ struct Ctx;
 
 // analyze.incidents.cc
 inline bool entry_is_failure(const kb::Entry* e) { return e && (e->severity == "fatal" || e->severity == "error"); }
-std::string normalise(std::string_view text);
 std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents);
 void build_incidents(Ctx& c);
 void name_incidents(Ctx& c);

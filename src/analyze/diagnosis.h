@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "record/event.h"
+
 namespace ff::analyze {
 
 // The verdict on a job, with its exit code (docs/json-output.md, `firstfault --help`):
@@ -140,18 +142,9 @@ struct TimelineEntry {
   std::string text;
 };
 
-struct SourceSummary {
-  std::string name;
-  std::string encoding;
-  uint64_t bytes = 0;
-  uint64_t lines = 0;
-  uint64_t events = 0;
-  bool ok = true;
-  std::string error;
-  std::vector<int> ranks;  // ranks seen in the source's prefixes (capped)
-  std::map<int, std::string> rank_node;                   // rank -> node, as the log states it
-  std::map<std::pair<std::string, int>, int> pid_rank;    // (node, pid) -> rank
-};
+// What the scan says of one source (record/event.h: scan's SourceStats is one, with its
+// own counters besides).
+using SourceSummary = record::SourceSummary;
 
 
 // A trend read from a metric series: transient vs terminal, bounded vs unbounded ...

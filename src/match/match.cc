@@ -252,7 +252,7 @@ hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<boo
     hs_database_t* probe = nullptr;
     hs_compile_error_t* err = nullptr;
     if (hs_compile(e.c_str(), HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &probe, &err) != HS_SUCCESS) {
-      rejected.push_back({specs[i].id, "vectorscan", err ? err->message : "compile failed"});
+      rejected.push_back({specs[i].id, Rejected::Backend::kVectorscan, err ? err->message : "compile failed"});
       hs_free_compile_error(err);
       continue;
     }
@@ -268,7 +268,8 @@ hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<boo
   hs_compile_error_t* err = nullptr;
   if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
                        nullptr, &db, &err) != HS_SUCCESS) {
-    rejected.push_back({0, "vectorscan", std::string("multi-pattern compile failed: ") + (err ? err->message : "")});
+    rejected.push_back(
+        {0, Rejected::Backend::kVectorscan, std::string("multi-pattern compile failed: ") + (err ? err->message : "")});
     hs_free_compile_error(err);
     in_hs.assign(specs.size(), false);
     return nullptr;
@@ -306,7 +307,7 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
     if (impl.hs) {
       db->backend_ = "vectorscan (cached)";
       for (size_t i = 0; i < db->specs_.size(); ++i) {
-        if (!in_hs[i]) db->rejected_.push_back({db->specs_[i].id, "vectorscan", "rejected (cached)"});
+        if (!in_hs[i]) db->rejected_.push_back({db->specs_[i].id, Rejected::Backend::kVectorscan, "rejected (cached)", true});
       }
     } else {
       impl.hs = compile_hs(db->specs_, in_hs, db->rejected_);
@@ -332,7 +333,7 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
     for (size_t i : rest) {
       std::string err;
       if (impl.set->Add(db->specs_[i].regex, &err) < 0) {
-        db->rejected_.push_back({db->specs_[i].id, "re2", err});
+        db->rejected_.push_back({db->specs_[i].id, Rejected::Backend::kRe2, err});
         continue;
       }
       impl.set_index_to_id.push_back(db->specs_[i].id);

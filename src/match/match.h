@@ -38,10 +38,16 @@ struct CompileOptions {
   bool use_vectorscan = true;
 };
 
+// A pattern a backend would not compile (the other one serves it, if it can).
 struct Rejected {
+  enum class Backend : uint8_t { kVectorscan, kRe2 };
   uint32_t id;
-  std::string backend;
+  Backend backend;
   std::string message;
+  // Vectorscan's database came from the cache: the pattern was rejected, and reported,
+  // when the cache was written.
+  bool cached = false;
+  const char* backend_name() const { return backend == Backend::kVectorscan ? "vectorscan" : "re2"; }
 };
 
 class Database {

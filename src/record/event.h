@@ -62,4 +62,19 @@ struct Event : Origin {
   bool summary_root_cause = false;
 };
 
+// What the scan of one source says about it, as the analysis reads it (analyze's
+// SourceSummary); scan::SourceStats is one, with the scan's own counters besides.
+struct SourceSummary {
+  std::string name;
+  std::string encoding;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t events = 0;
+  bool ok = true;
+  std::string error;
+  std::vector<int> ranks;  // ranks seen in the source's prefixes (capped)
+  std::map<int, std::string> rank_node;                   // rank -> node, as the log states it
+  std::map<std::pair<std::string, int>, int> pid_rank;    // (node, pid) -> rank
+};
+
 }  // namespace ff::record

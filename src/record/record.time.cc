@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "base/civil.h"
 #include "base/strings.h"
 #include "record/record_internal.h"
 
@@ -26,21 +27,13 @@ bool digits(std::string_view s, size_t pos, size_t n, int& out) {
   return true;
 }
 
-int64_t days_from_civil_uncached(int y, int m, int d) {
-  y -= m <= 2;
-  const int era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return static_cast<int64_t>(era) * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-// Consecutive lines carry the same date: remember the last one (per thread).
-int64_t days_from_civil(int y, int m, int d) {
+// base's days_from_civil; consecutive lines carry the same date: remember the last one
+// (per thread).
+int64_t days_from_civil_memo(int y, int m, int d) {
   thread_local int ly = INT32_MIN, lm = 0, ld = 0;
   thread_local int64_t ldays = 0;
   if (y != ly || m != lm || d != ld) {
-    ldays = days_from_civil_uncached(y, m, d);
+    ldays = ff::days_from_civil(y, m, d);
     ly = y, lm = m, ld = d;
   }
   return ldays;
@@ -107,6 +100,8 @@ TimeFormat time_format_of(std::string_view format) {
   return TimeFormat::kNone;
 }
 
+// Long because it is one branch per time format, each a few lines; the ISO branch keeps
+// its minute memo inline, as it runs for most stamped lines.
 bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& clock, bool& subsecond) {
   s = trim(s);
   int y, mo, d;
@@ -134,7 +129,7 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
       digits(s, 11, 2, h);  // read_hms checked them
       digits(s, 14, 2, mi);
       const int64_t tod_minutes = (static_cast<int64_t>(h) * 60 + mi) * 60000000;  // HH:MM of the stamp
-      minute_us = days_from_civil(y, mo, d) * 86400 * 1000000 + tod_minutes;
+      minute_us = days_from_civil_memo(y, mo, d) * 86400 * 1000000 + tod_minutes;
       tod -= tod_minutes;
       std::memcpy(memo.key, s.data(), 17);
       memo.minute_us = minute_us;
@@ -159,7 +154,7 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
     // 1120 10:11:12.345678 (month, day)
     if (!digits(s, 0, 2, mo) || !digits(s, 2, 2, d) || s.size() < 13 || s[4] != ' ') return false;
     if (read_hms(s, 5, tod, subsecond) == std::string_view::npos || mo < 1 || mo > 12 || d < 1 || d > 31) return false;
-    us = days_from_civil(kNoYear, mo, d) * 86400 * 1000000 + tod;
+    us = days_from_civil_memo(kNoYear, mo, d) * 86400 * 1000000 + tod;
     clock = Clock::kWallNoYear;
     return true;
   }
@@ -168,7 +163,7 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
     if (!digits(s, 0, 2, mo) || (s.size() < 14) || (s[2] != '-' && s[2] != '/') || !digits(s, 3, 2, d) || s[5] != ' ')
       return false;
     if (read_hms(s, 6, tod, subsecond) == std::string_view::npos || mo < 1 || mo > 12 || d < 1 || d > 31) return false;
-    us = days_from_civil(kNoYear, mo, d) * 86400 * 1000000 + tod;
+    us = days_from_civil_memo(kNoYear, mo, d) * 86400 * 1000000 + tod;
     clock = Clock::kWallNoYear;
     return true;
   }
@@ -183,7 +178,7 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
     while (q < s.size() && q - p < 3 && s[q] >= '0' && s[q] <= '9') dd = dd * 10 + (s[q++] - '0');
     if (mo == 0 || q == p || q >= s.size() || s[q] != ' ' || dd < 1 || dd > 31) return false;
     if (read_hms(s, q + 1, tod, subsecond) == std::string_view::npos) return false;
-    us = days_from_civil(kNoYear, mo, dd) * 86400 * 1000000 + tod;
+    us = days_from_civil_memo(kNoYear, mo, dd) * 86400 * 1000000 + tod;
     clock = Clock::kWallNoYear;
     return true;
   }

@@ -20,13 +20,15 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
   mo.use_vectorscan = options.use_vectorscan;
   FF_TRY(e->db_, match::Database::compile(specs, mo));
   for (const auto& r : e->db_->rejected()) {
-    if (r.backend == "vectorscan" && r.message == "rejected (cached)") continue;
+    if (r.cached) continue;  // said when the cache was written
     const auto& ref = e->refs_.at(r.id);
     const kb::Entry& entry = kb.entries[ref.entry];
     const kb::Pattern& p = entry.patterns[ref.pattern];
     e->warnings_.push_back(make_error(ErrorCode::kInvalidKb,
-                                      r.backend + " rejected the pattern (" + r.message + ")" +
-                                          (r.backend == "vectorscan" ? "; RE2 serves it, more slowly" : ""),
+                                      std::string(r.backend_name()) + " rejected the pattern (" + r.message + ")" +
+                                          (r.backend == match::Rejected::Backend::kVectorscan
+                                               ? "; RE2 serves it, more slowly"
+                                               : ""),
                                       {entry.file, p.line, "patterns." + p.id}));
   }
   FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));

@@ -84,23 +84,16 @@ class CollectSink : public EventSink {
   std::vector<record::Event> events;
 };
 
-struct SourceStats {
-  std::string name;
-  std::string encoding;
-  uint64_t bytes = 0;
-  uint64_t lines = 0;
+// A source's statistics: what the analysis reads (record::SourceSummary: name, encoding,
+// bytes, lines, events, ok and error, the distinct ranks seen in line prefixes, sorted
+// and capped, and the identity facts the log states: rank -> node from a line with both,
+// (node, pid) -> rank from NCCL's "comm ... rank R" lines and lines with a rank prefix
+// and NCCL's host:pid), and the scan's own counters.
+struct SourceStats : record::SourceSummary {
   uint64_t lines_cut = 0;        // longer than the line limit
   uint64_t lines_with_rank = 0;
   uint64_t lines_with_time = 0;
-  uint64_t events = 0;
   uint64_t events_dropped = 0;   // over the per-pattern cap
-  bool ok = true;
-  std::string error;
-  std::vector<int> ranks;        // distinct ranks seen in line prefixes, sorted (capped)
-  // Identity facts the log states: rank -> node (a line with both), and (node, pid) ->
-  // rank (NCCL's "comm ... rank R" lines, lines with a rank prefix and NCCL's host:pid).
-  std::map<int, std::string> rank_node;
-  std::map<std::pair<std::string, int>, int> pid_rank;
   // Defaults for lines of this source, read from its name (kb/formats/sources.yaml):
   // a torchrun --log_dir path gives the local rank, "node-12.log" the node.
   record::Origin name_origin;

@@ -12,6 +12,8 @@ namespace ff::scan::detail {
 LineWorker::LineWorker(const Engine& engine, const ScanOptions& opt, const metrics::StepGrids* grids)
     : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()), grids_(grids) {}
 
+// Long because it is the per-line loop of phase A, the scan's hot path: each line's
+// parse, facts, progress numbers, marks and match in one pass with the state in locals.
 void LineWorker::run(Chunk& c) {
   if (c.kind != Chunk::Kind::kLines) return;
   ChunkResult& r = c.res;
@@ -130,13 +132,7 @@ void LineWorker::match_joined(Chunk& c) {
     scanner_.scan(rec.message, hits_);
     if (hits_.empty()) continue;
     // The stream's last time before this line, as the one-pass loop had it.
-    TimeMark before;
-    for (size_t k = i; k-- > 0;) {
-      if (r.rank[k] == rec.rank && r.time_us[k] != record::kNoTime) {
-        before = {r.time_us[k], static_cast<record::Clock>(r.clock[k])};
-        break;
-      }
-    }
+    const TimeMark before = r.time_before(i, rec.rank);
     for (uint32_t id : hits_) add_hit(c, i, c.first_line + i, id, rec, before);
     hit_lines_.push_back(i);
   }
@@ -174,14 +170,8 @@ void LineWorker::add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const
   e.offset = c.lines[i].offset;
   if (rec.time_us != record::kNoTime) {
     e.time_text = std::string(rec.time_text);
-  } else if (before.us != record::kNoTime) {
-    // A line without its own time (a traceback line) inherits the last time seen on
-    // its stream, marked as not sub-second so that it never wins a close race.
-    e.time_us = before.us;
-    e.clock = before.clock;
-    e.time_subsecond = false;
-  } else {
-    h.inherit_time = true;
+  } else if (!inherit_time(e, before)) {
+    h.inherit_time = true;  // no time on the stream in this chunk: phase B knows the one before
   }
   e.text = event_text(rec.message);
   e.entry_id = entry.id;

@@ -199,10 +199,8 @@ void Merger::reparse(const Chunk& c, size_t i, record::Record& rec) {
 }
 
 TimeMark Merger::time_before(const Chunk& c, size_t i, int rank) const {
-  const ChunkResult& r = c.res;
-  for (size_t k = i; k-- > 0;) {
-    if (r.rank[k] == rank && r.time_us[k] != record::kNoTime) return {r.time_us[k], static_cast<record::Clock>(r.clock[k])};
-  }
+  const TimeMark t = c.res.time_before(i, rank);
+  if (t.us != record::kNoTime) return t;
   auto it = last_time_.find(rank);
   return it != last_time_.end() ? it->second : TimeMark{};
 }
@@ -262,11 +260,7 @@ void Merger::walk(Chunk& c, size_t i, size_t hit_begin, size_t hit_end) {
     record::Event e = std::move(h.e);
     if (h.inherit_time) {
       auto it = last_time_.find(h.time_rank);
-      if (it != last_time_.end()) {
-        e.time_us = it->second.us;
-        e.clock = it->second.clock;
-        e.time_subsecond = false;
-      }
+      if (it != last_time_.end()) inherit_time(e, it->second);
     }
     e.in_launcher_summary = in_summary;
     e.summary_rank = summary_rank;
@@ -291,12 +285,7 @@ void Merger::fill_context(record::Event& e, const record::Record& rec, uint64_t 
   if (rec.time_us != record::kNoTime) {
     e.time_text = std::string(rec.time_text);
   } else {
-    TimeMark t = time_before(c, i, rec.rank);
-    if (t.us != record::kNoTime) {
-      e.time_us = t.us;
-      e.clock = t.clock;
-      e.time_subsecond = false;
-    }
+    inherit_time(e, time_before(c, i, rec.rank));
   }
   e.text = event_text(rec.message);
 }

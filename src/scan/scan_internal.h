@@ -86,6 +86,17 @@ struct TimeMark {
   record::Clock clock = record::Clock::kNone;
 };
 
+// The one rule for a line without its own time (a traceback line): it inherits the last
+// time seen on its stream (t), marked as not sub-second so that it never wins a close
+// race. False when the stream has had no time yet (e is left without one).
+inline bool inherit_time(record::Event& e, const TimeMark& t) {
+  if (t.us == record::kNoTime) return false;
+  e.time_us = t.us;
+  e.clock = t.clock;
+  e.time_subsecond = false;
+  return true;
+}
+
 // A byte buffer that grows without zero-filling (io reads straight into it).
 class Bytes {
  public:
@@ -182,6 +193,15 @@ struct ChunkResult {
     max_clock = record::Clock::kNone;
     metric_captures = false;
     series.clear();
+  }
+
+  // The last time on `rank`'s stream before line i of the chunk (none: the stream had no
+  // time in the chunk before it).
+  TimeMark time_before(size_t i, int rank) const {
+    for (size_t k = i; k-- > 0;) {
+      if (this->rank[k] == rank && time_us[k] != record::kNoTime) return {time_us[k], static_cast<record::Clock>(clock[k])};
+    }
+    return {};
   }
 };
 
