@@ -4,9 +4,11 @@
 // of the text (leftmost-first, as RE2 and Perl choose among alternatives and repeats):
 // same match or no match, same length, same named captures. A matcher is only used for
 // the format id and regex it was written for; when kb/formats/prefixes.yaml changes a
-// regex, that format goes back to RE2 until its matcher is updated (record.test.cc
-// fails on the missing fast path, so it is noticed). record.test.cc runs every format's
-// samples and random prefixes through both and requires identical results.
+// regex (or adds a format), that format is matched by the program compiled from its
+// regex (prefix_program.h), which is a little slower, or by RE2 when the regex is outside
+// the programs' subset. The matchers are optional: a format needs none to be correct
+// and fast. record.test.cc runs every format's samples and random prefixes through the
+// matchers, the programs and RE2 and requires identical results.
 //
 // Internal to the record module. The matchers are inline: PrefixParser::parse calls them
 // through match_fast()'s switch, with no call per attempt. A matcher writes into m only

@@ -135,17 +135,24 @@ struct Record {
   void to_origin(Origin& o) const;
 };
 
-// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. Each of
-// them also has a hand-written matcher (record/prefix_fast.h), used only when the
-// format's id and regex are exactly the ones it was written for, and checked against RE2
-// by record.test.cc on every sample and on random prefixes. A first-byte table (from
-// RE2's PossibleMatchRange) and a second-byte filter skip the formats that cannot start
-// there. A per-thread memo keeps how the formats went on the last few line shapes (which
-// failed, having read which bytes; which matched) and replays it on a line whose bytes
-// there differ only in digits: only the matching formats run again.
+// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. A format's
+// regex in the subset prefix formats are written in compiles to a program for a small
+// backtracking matcher (record/prefix_program.h), so a format added in YAML alone has a
+// fast path; the most frequent formats also have a hand-written matcher
+// (record/prefix_fast.h), faster still, used only when the format's id and regex are
+// exactly the ones it was written for. record.test.cc checks both against RE2 on every
+// sample and on random prefixes. A first-byte table (from RE2's PossibleMatchRange) and a
+// second-byte filter skip the formats that cannot start there. A per-thread memo keeps
+// how the formats went on the last few line shapes (which failed, having read which
+// bytes: a hand-written matcher or a program can say; a format only RE2 can match turns
+// the memo off on the lines it is tried on) and replays it on a line whose bytes there
+// differ only in digits: only the matching formats run again.
 class PrefixParser {
  public:
-  enum class Matchers : uint8_t { kFast, kRegexOnly };
+  // kFast: each format's hand-written matcher, else its program (prefix_program.h), else
+  // RE2; kCompiled: the programs (for tests: every format's program against RE2);
+  // kRegexOnly: RE2 alone, without the memo (the reference).
+  enum class Matchers : uint8_t { kFast, kCompiled, kRegexOnly };
   static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats,
                                                       Matchers matchers = Matchers::kFast);
   ~PrefixParser();
@@ -163,6 +170,8 @@ class PrefixParser {
   size_t format_count() const;
   const kb::PrefixFormat& format(size_t i) const;
   bool has_fast_matcher(size_t i) const;
+  // Whether format i's regex compiled to a program (prefix_program.h).
+  bool has_program(size_t i) const;
   FormatMatch match_format(size_t i, std::string_view text, Matchers matchers) const;
 
  private:

@@ -13,6 +13,8 @@ void LauncherSummaryTracker::close_entry() {
   cur_.reset();
 }
 
+// Long because it is one state machine over the lines of torchrun's table (header, rows,
+// their fields, the end), each state a few lines.
 bool LauncherSummaryTracker::feed(const Record& rec, uint64_t line) {
   std::string_view t = trim(rec.message);
   if (t.empty() && active_) t = trim(rec.text);

@@ -19,10 +19,13 @@ namespace ff::record {
 PrefixParser::PrefixParser() : impl_(std::make_unique<Impl>()) {}
 PrefixParser::~PrefixParser() = default;
 
+// Long because it builds the parser's tables in the order they depend on one another:
+// the formats and their matchers, the first-byte table, the per-byte candidates with
+// their second bytes, and whether flat shapes may be kept.
 Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb::PrefixFormat>& formats,
                                                            Matchers matchers) {
   std::unique_ptr<PrefixParser> p(new PrefixParser());
-  p->impl_->use_fast = matchers == Matchers::kFast;
+  p->impl_->use_fast = matchers != Matchers::kRegexOnly;
   static std::atomic<uint64_t> next_id{1};
   p->impl_->id = next_id++;
   RE2::Options opts;
@@ -52,6 +55,7 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
     }
     fmt.time_format = detail::time_format_of(f.time_format);
     fmt.fast = detail::fast_kind_for(f.id, f.regex);
+    fmt.program = detail::PrefixProgram::compile(f.regex);
     p->impl_->formats.push_back(std::move(fmt));
   }
   // The first-byte table. Every text a format matches lies in [min, max] of
@@ -70,8 +74,14 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
     for (unsigned b = lo; b <= hi; ++b) table[b] |= uint64_t{1} << i;
     if (f.spec.consume) p->impl_->consuming |= uint64_t{1} << i;
   }
-  for (const auto& f : p->impl_->formats)
-    p->impl_->hot.push_back({p->impl_->use_fast ? f.fast : detail::FastKind::kNone, f.spec.consume, &f});
+  // Per format, the matcher parse() runs: the hand-written one (kFast), else the program
+  // compiled from the regex (kFast, kCompiled), else RE2.
+  for (const auto& f : p->impl_->formats) {
+    const detail::FastKind fast = matchers == Matchers::kFast ? f.fast : detail::FastKind::kNone;
+    const detail::PrefixProgram* program =
+        matchers != Matchers::kRegexOnly && fast == detail::FastKind::kNone && f.program ? &*f.program : nullptr;
+    p->impl_->hot.push_back({fast, program, f.spec.consume, &f});
+  }
   const size_t n = p->impl_->formats.size();
   for (unsigned b = 0; b < 256; ++b) {
     for (size_t i = 0; i < n; ++i) {
@@ -88,18 +98,38 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
   }
   for (size_t i = 0; i < n; ++i) p->impl_->all_order.push_back(static_cast<uint16_t>(i));
   p->impl_->all_fast = p->impl_->use_fast && std::all_of(p->impl_->hot.begin(), p->impl_->hot.end(), [](const Impl::Hot& h) {
-                         return h.fast != detail::FastKind::kNone;
+                         return h.fast != detail::FastKind::kNone || h.program != nullptr;
                        });
+  // A flat shape (PrefixShape) does not compare a round's first two bytes: it needs the
+  // formats a round tries to be the same whichever digit those bytes are. The
+  // hand-written filters and the programs (every second byte) are; a first-byte table
+  // from a regex that starts with part of the digits ("[1-9]") is not.
+  const auto& order = p->impl_->order;
+  for (unsigned d = '1'; d <= '9'; ++d) {
+    if (order[d].size() != order['0'].size()) p->impl_->all_fast = false;
+    for (size_t k = 0; p->impl_->all_fast && k < order[d].size(); ++k) {
+      if (order[d][k].format != order['0'][k].format || order[d][k].second != order['0'][k].second)
+        p->impl_->all_fast = false;
+    }
+  }
+  for (unsigned b = 0; b < 256 && p->impl_->all_fast; ++b) {
+    for (const Impl::Candidate& c : order[b]) {
+      for (unsigned d = '1'; d <= '9'; ++d) {
+        if (((c.second[d >> 6] >> (d & 63)) & 1) != ((c.second['0' >> 6] >> ('0' & 63)) & 1)) p->impl_->all_fast = false;
+      }
+    }
+  }
   return p;
 }
 
 size_t PrefixParser::format_count() const { return impl_->formats.size(); }
 const kb::PrefixFormat& PrefixParser::format(size_t i) const { return impl_->formats.at(i).spec; }
 bool PrefixParser::has_fast_matcher(size_t i) const { return impl_->formats.at(i).fast != detail::FastKind::kNone; }
+bool PrefixParser::has_program(size_t i) const { return impl_->formats.at(i).program.has_value(); }
 
 PrefixParser::FormatMatch PrefixParser::match_format(size_t i, std::string_view text, Matchers matchers) const {
   FormatMatch m;
-  if (!impl_->match(impl_->formats.at(i), text, m, matchers == Matchers::kFast)) m = FormatMatch{};
+  if (!impl_->match(impl_->formats.at(i), text, m, matchers)) m = FormatMatch{};
   return m;
 }
 

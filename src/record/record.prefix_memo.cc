@@ -74,21 +74,35 @@ inline uint64_t digit_bytes(uint64_t x) {
 
 }  // namespace
 
-// A matcher that tells no digit from another (every one but syslog's, whose day is
-// "[ 0-3]\d"): on texts that differ only in digits it reads the same bytes and matches
-// the same way.
-bool digit_blind(detail::FastKind kind) {
-  return kind != detail::FastKind::kNone && kind != detail::FastKind::k_syslog;
+namespace {
+
+// A format's matcher that tells no digit from another (every hand-written one but
+// syslog's, whose day is "[ 0-3]\d"; a program without a class or literal that holds
+// some digits only): on texts that differ only in digits it reads the same bytes and
+// matches the same way.
+template <class Hot>
+bool digit_blind(const Hot& h) {
+  if (h.fast != detail::FastKind::kNone) return h.fast != detail::FastKind::k_syslog;
+  return h.program != nullptr && h.program->digit_blind();
 }
 
-// For the memo: when round r's winner (of this kind, at `text`) is digit-blind, notes how
-// far it read, its length and its captures, so that replay() need not run it. False when
-// the shape cannot be kept (the matcher does not match the padded text as it matched).
-bool note_blind_winner(detail::FastKind kind, std::string_view text, PrefixShape::Round& r) {
-  if (!digit_blind(kind)) return true;
+// The format's hand-written matcher or program on a probe: 1 matched, 0 did not, -1 the
+// program gave up (or there is neither).
+template <class Hot>
+int probe_fast(const Hot& h, const detail::PaddedProbe& probe, PrefixParser::FormatMatch& m) {
+  if (h.fast != detail::FastKind::kNone) return detail::match_fast(h.fast, probe, m) ? 1 : 0;
+  return h.program != nullptr ? h.program->match(probe, m) : -1;
+}
+
+// For the memo: when round r's winner (format h, at `text`) is digit-blind, notes how far
+// it read, its length and its captures, so that replay() need not run it. False when the
+// shape cannot be kept (the matcher does not match the padded text as it matched).
+template <class Hot>
+bool note_blind_winner(const Hot& h, std::string_view text, PrefixShape::Round& r) {
+  if (!digit_blind(h)) return true;
   detail::PaddedProbe probe{text};
   PrefixParser::FormatMatch pm;
-  if (!detail::match_fast(kind, probe, pm) || pm.length > UINT16_MAX) return false;
+  if (probe_fast(h, probe, pm) != 1 || pm.length > UINT16_MAX) return false;
   if (probe.reach > UINT16_MAX) return false;
   for (int k = 0; k < kCaptureFields; ++k) {
     const std::string_view capture = pm.*kCaptureMembers[k];
@@ -103,6 +117,8 @@ bool note_blind_winner(detail::FastKind kind, std::string_view text, PrefixShape
   r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(probe.reach));
   return true;
 }
+
+}  // namespace
 
 // The rounds: at each position, the formats in order until one matches (at most 12
 // rounds). With `shape`, also notes how each round went (false: not memoizable).
@@ -141,19 +157,20 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
           break;
         }
         if (memoizable) {
-          // How far this failed attempt read (only a hand-written matcher can say).
-          if (h.fast == detail::FastKind::kNone) {
+          // How far this failed attempt read (a hand-written matcher or a program can say).
+          if (h.fast == detail::FastKind::kNone && h.program == nullptr) {
             memoizable = false;
           } else {
             detail::PaddedProbe probe{before};
             FormatMatch scratch;
-            if (detail::match_fast(h.fast, probe, scratch)) memoizable = false;  // an empty match
+            // Matched: an empty match; a program that gave up: RE2 decided.
+            if (probe_fast(h, probe, scratch) != 0) memoizable = false;
             r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(std::min<size_t>(probe.reach, UINT32_MAX)));
-            if (!digit_blind(h.fast)) r.exact = true;
+            if (!digit_blind(h)) r.exact = true;
           }
         }
       }
-      if (memoizable && r.winner >= 0) memoizable = note_blind_winner(impl.hot[r.winner].fast, line.substr(r.at), r);
+      if (memoizable && r.winner >= 0) memoizable = note_blind_winner(impl.hot[r.winner], line.substr(r.at), r);
       if (memoizable) shape->rounds.push_back(r);
     }
     if (!any) break;

@@ -128,6 +128,8 @@ void TracebackJoiner::add_frame(Frame f) {
   frames_.push_back(std::move(f));
 }
 
+// Long because it is one state machine over a traceback's lines (header, frames, chained
+// parts, rich's box, the exception lines, the end), each state a few lines.
 std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line) {
   std::string_view msg = rec.message;
   std::string_view t = trim(msg);

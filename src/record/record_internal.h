@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "base/strings.h"
 #include "record/prefix_fast.h"
+#include "record/prefix_program.h"
 #include "record/record.h"
 
 namespace ff::record::detail {
@@ -50,7 +52,8 @@ struct PrefixParser::Impl {
     // Which capture index fills which field; 0 when the format has no such group.
     int g_rank = 0, g_local_rank = 0, g_pid = 0, g_gpu = 0, g_node = 0, g_level = 0, g_time = 0, g_program = 0;
     detail::TimeFormat time_format = detail::TimeFormat::kNone;
-    detail::FastKind fast = detail::FastKind::kNone;
+    detail::FastKind fast = detail::FastKind::kNone;  // its hand-written matcher, if any
+    std::optional<detail::PrefixProgram> program;     // its regex compiled (prefix_program.h), if it can be
   };
   std::vector<Format> formats;
   // Bit i of first_byte[b]: format i (i < 64) can match a text that starts with byte b.
@@ -58,10 +61,11 @@ struct PrefixParser::Impl {
   std::array<uint64_t, 256> first_byte{};
   uint64_t consuming = 0;  // bit i: format i consumes
   uint64_t id = 0;         // unique per parser ever made: the key of the per-thread memo
-  // What parse() reads per format, packed: the fast matcher (when used) and whether the
-  // format consumes.
+  // What parse() reads per format, packed: its matcher (the hand-written one, else the
+  // compiled program, else neither: RE2) and whether the format consumes.
   struct Hot {
     detail::FastKind fast;
+    const detail::PrefixProgram* program;  // null when `fast` is used, or in kRegexOnly
     bool consume;
     const Format* format;
   };
@@ -77,14 +81,20 @@ struct PrefixParser::Impl {
   std::array<std::vector<Candidate>, 256> order;
   std::vector<uint16_t> all_order;
   bool use_fast = true;
-  bool all_fast = false;  // every format has a fast matcher (see PrefixShape::flat)
+  bool all_fast = false;  // every format has a fast matcher or a program (see PrefixShape::flat)
 
   // On a match, fills m; the fields of the captures a format does not have stay as they
-  // were, so m must come in cleared (fast matchers write only when they match).
-  bool match(const Format& f, std::string_view s, FormatMatch& m, bool fast) const {
-    if (fast && f.fast != detail::FastKind::kNone) {
+  // were, so m must come in cleared (fast matchers and programs write only when they
+  // match). `how`: kFast takes the hand-written matcher, else the program; kCompiled the
+  // program; RE2 decides when neither answers.
+  bool match(const Format& f, std::string_view s, FormatMatch& m, Matchers how) const {
+    if (how == Matchers::kFast && f.fast != detail::FastKind::kNone) {
       m.matched = detail::match_fast(f.fast, s, m);
       return m.matched;
+    }
+    if (how != Matchers::kRegexOnly && f.program) {
+      const int r = f.program->match(s, m);
+      if (r >= 0) return r == 1;
     }
     re2::StringPiece groups[16];
     if (!f.re->Match(re2::StringPiece(s.data(), s.size()), 0, s.size(), RE2::ANCHOR_START, groups, f.ngroups + 1))
@@ -227,8 +237,9 @@ inline bool try_format(const Impl& impl, uint16_t i, std::string_view& rest, Rec
   if (known_minute < 0) {
     if (h.fast != detail::FastKind::kNone) {
       if (!detail::match_fast(h.fast, rest, m)) return false;
-    } else if (!impl.match(*h.format, rest, m, false)) {
-      return false;
+    } else {
+      const int r = h.program != nullptr ? h.program->match(rest, m) : -1;
+      if (r == 0 || (r < 0 && !impl.match(*h.format, rest, m, PrefixParser::Matchers::kRegexOnly))) return false;
     }
   }
   return apply_match(impl, i, rest, rec, m, applied_nonconsuming);
