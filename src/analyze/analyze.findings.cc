@@ -1,4 +1,4 @@
-// analyze.findings.cc — steps 3b and 4: the primary finding filled in (traceback, context, fix), collateral
+// analyze.findings.cc — step 4: the primary finding filled in (traceback, context, fix), collateral
 // grouped by entry, hypotheses, symptoms and the timeline.
 #include <algorithm>
 #include <map>
@@ -114,7 +114,7 @@ void fill_primary(Ctx& c) {
   c.d.primary = std::move(f);
 }
 
-// 5. Collateral: everything else that failed or reacted, grouped by id.
+// Step 4, collateral: everything else that failed or reacted, grouped by id.
 void group_collateral(Ctx& c) {
   std::map<std::string, size_t> coll_index;
   for (const Incident& inc : c.incidents) {
@@ -153,7 +153,7 @@ void group_collateral(Ctx& c) {
   for (auto& col : c.d.collateral) std::sort(col.ranks.begin(), col.ranks.end());
 }
 
-// 6. Hypotheses: other strong candidates with a different id than the primary.
+// Step 4, hypotheses: other strong candidates with a different id than the primary.
 void list_hypotheses(Ctx& c) {
   if (!c.primary) return;
   std::set<std::string> seen{c.primary->id};
@@ -175,7 +175,7 @@ void list_hypotheses(Ctx& c) {
   }
 }
 
-// 7. Symptoms and warnings seen (deduplicated by entry).
+// Step 4, symptoms and warnings seen (deduplicated by entry).
 void list_symptoms(Ctx& c) {
   std::set<std::string> seen;
   for (const Incident& inc : c.incidents) {
@@ -193,7 +193,7 @@ void list_symptoms(Ctx& c) {
   }
 }
 
-// 8. Timeline: incidents in order, the same normalised line across ranks merged.
+// Step 4, timeline: incidents in order, those of one entry in one role merged.
 void build_timeline(Ctx& c) {
   std::vector<const Incident*> ordered;
   for (const Incident& inc : c.incidents) {

@@ -76,7 +76,7 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
 
 }  // namespace
 
-// 9. Numbers: a terminal loss scale or a loss that ends non-finite confirms a numerical
+// Step 5, numbers: a terminal loss scale or a loss that ends non-finite confirms a numerical
 // primary, or makes one when no error line says so; a transient loss scale is a note.
 void read_numbers(Ctx& c) {
   if (!c.numbers.series || !c.numbers.aliases) return;
@@ -145,7 +145,7 @@ std::string fmt_step(double v) {
 
 }  // namespace
 
-// How far the run got: progress lines per rank, the stated total, completion lines.
+// Step 6, progress: how far the run got: progress lines per rank, the stated total, completion lines.
 void read_progress(Ctx& c) {
   Progress& p = c.d.progress;
   if (c.numbers.series) {
@@ -194,7 +194,9 @@ void add_unread_reasons(Ctx& c) {
 
 }  // namespace
 
-// 10. The verdict, by the first rule that holds, with its reasons.
+// Step 7, the verdict, by the first rule that holds, with its reasons.
+// Long because it is the verdict rules of step 7 in their documented order, the first
+// that holds deciding; split up, that order would be spread over several functions.
 void decide_verdict(Ctx& c) {
   Diagnosis& d = c.d;
   const Progress& p = d.progress;

@@ -60,6 +60,9 @@ const Series* main_series(const metrics::SeriesSet& set, metrics::MetricId id, i
 
 }  // namespace
 
+// Long because each verdict (loss scale, grad norm, non-finite, spike, straggler, stall,
+// throughput) is a short block over the same series and the same evidence helper, in the
+// order the report lists them; FIXME: one function per verdict would read better.
 std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases,
                                   const std::vector<SourceSummary>& sources, int64_t last_time_us,
                                   record::Clock last_time_clock) {

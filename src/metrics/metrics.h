@@ -5,7 +5,8 @@
 // "step=10, skipped=0, lr=[...]", Megatron's column layout, tqdm postfixes) using a
 // hand-written tokenizer (no regex on the hot path) and an alias table that is KB data
 // (kb/formats/metrics.yaml). A SeriesSet keeps, per (metric, rank), summary statistics
-// and a bounded, evenly thinned list of points, so memory does not grow with the log.
+// and a bounded list of points on a step grid (its stride doubles as they fill up), so
+// memory does not grow with the log.
 //
 //   metrics::Aliases aliases = metrics::Aliases::from_kb(kb.metric_specs);
 //   metrics::ProgressLine p;
@@ -205,7 +206,7 @@ struct Series {
   Point min_point, max_point;  // where the first minimum / maximum was seen
   // The log text at those points (evidence for verdicts), capped.
   std::string nonfinite_text, min_text, max_text;
-  // Fewer than kMaxPoints points, evenly thinned by step: those whose step lies on the
+  // Fewer than kMaxPoints points, thinned on a step grid: those whose step lies on the
   // grid anchor + k * stride (on_step_grid), anchor being the first point's step. When the
   // points fill up, the stride doubles and the points off the new grid go, so the kept
   // points stay spread over the whole run and line up across ranks. (Steps that repeat so

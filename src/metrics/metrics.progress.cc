@@ -278,6 +278,8 @@ size_t number_reach(std::string_view s, size_t i) {
 // at to decide something other than a number it took; ProgressParser builds shapes from
 // them.
 template <typename OnToken, typename OnLook>
+// Long because it is one pass over the line with all its state in locals: it runs for
+// every progress line, and its callers inline it with their callbacks.
 bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&& on_token, OnLook&& on_look) {
   out.has_step = false;
   out.samples.clear();

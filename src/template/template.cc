@@ -14,6 +14,8 @@ bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c =
 
 }  // namespace
 
+// Long because it is one pass over the line with a branch per kind of variable part
+// (quoted values, paths, hex, numbers and sizes), in the order they must be tried.
 std::string mask(std::string_view s) {
   std::string out;
   out.reserve(s.size());
