@@ -15,7 +15,8 @@ bool earlier(const Event* a, const Event* b, const Clocks& clocks) {
   bool both_timed = a->time_us != record::kNoTime && b->time_us != record::kNoTime && a->clock == b->clock;
   int64_t ta = both_timed ? clocks.aligned(a) : 0, tb = both_timed ? clocks.aligned(b) : 0;
   if (both_timed && a->source != b->source && ta != tb) return ta < tb;
-  if (both_timed && a->source == b->source && a->time_subsecond && b->time_subsecond && a->rank != b->rank && ta != tb) {
+  if (both_timed && a->source == b->source && a->time_subsecond && b->time_subsecond && a->rank != b->rank &&
+      ta != tb) {
     // Different ranks interleaved in one file: their own sub-second times decide.
     return ta < tb;
   }

@@ -105,8 +105,9 @@ void fill_primary(Ctx& c) {
   } else {
     f.summary = "The process raised " + primary->exc_type +
                 " and no knowledge-base entry recognises its message; the category is a guess from the exception type.";
-    f.root_cause = "Read the decisive line and the traceback above it: the last frame in your own code is "
-                   "usually where to start.";
+    f.root_cause =
+        "Read the decisive line and the traceback above it: the last frame in your own code is "
+        "usually where to start.";
     f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
              "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
     f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + primary->id;
@@ -165,11 +166,13 @@ void list_hypotheses(Ctx& c) {
     h.title = inc.title;
     h.category = inc.category;
     h.confidence = 0.3;
-    h.why = "also a failure on " + (inc.rank >= 0 ? "rank " + std::to_string(inc.rank) : std::string("an unknown rank")) +
+    h.why = "also a failure on " +
+            (inc.rank >= 0 ? "rank " + std::to_string(inc.rank) : std::string("an unknown rank")) +
             ", but later than the primary (or on a weaker signal)";
     h.evidence.push_back(to_evidence(*inc.decisive, c.sources));
-    h.separate_by = "Check which of the two happened first on the affected rank's own log; rerun with the "
-                    "primary's fix and see whether this one remains.";
+    h.separate_by =
+        "Check which of the two happened first on the affected rank's own log; rerun with the "
+        "primary's fix and see whether this one remains.";
     c.d.hypotheses.push_back(std::move(h));
     if (c.d.hypotheses.size() >= 5) break;
   }
@@ -209,8 +212,9 @@ void build_timeline(Ctx& c) {
   });
   std::map<std::pair<std::string, std::string>, size_t> tl_index;
   for (const Incident* inc : ordered) {
-    std::string role = inc == c.primary ? "root"
-                       : (inc->role == kb::Role::kRoot && c.primary ? "collateral" : kb::role_name(inc->role));
+    std::string role = inc == c.primary
+                           ? "root"
+                           : (inc->role == kb::Role::kRoot && c.primary ? "collateral" : kb::role_name(inc->role));
     auto key = std::make_pair(inc->id, role);
     auto it = tl_index.find(key);
     if (it == tl_index.end()) {

@@ -83,7 +83,8 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
       h.reasoning = "the only rank of the job (" + std::to_string(world.size()) +
                     " ranks seen) that did not time out: the others were waiting for it";
     } else if (h.suspects.size() > 1) {
-      h.reasoning = std::to_string(h.suspects.size()) + " ranks did not time out; any of them may be the one the others waited for";
+      h.reasoning = std::to_string(h.suspects.size()) +
+                    " ranks did not time out; any of them may be the one the others waited for";
     }
   }
   return h;

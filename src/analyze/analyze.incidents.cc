@@ -140,7 +140,7 @@ void name_unrecognised(Ctx& c, Incident& inc, const Event& dec) {
   inc.title = "Unrecognised " + inc.exc_type;
   inc.category = guess_exception_category(c.kb, inc.exc_type, dec.exc_frame);
   inc.role = c.on(Rule::kTeardownIsCollateral) && is_teardown_exception(c.kb, inc.exc_type) ? kb::Role::kCollateral
-                                                                                              : kb::Role::kRoot;
+                                                                                            : kb::Role::kRoot;
 }
 
 }  // namespace
@@ -155,8 +155,7 @@ void name_incidents(Ctx& c) {
       // The hit's own line is decisive when it is the final exception, its continuation,
       // or an exception that caused the rest; after "Original Traceback" the wrapped
       // (final) exception stays decisive and the hit only names the entry.
-      if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line || inc.hit->chained_cause)
-        inc.decisive = inc.hit;
+      if (dec.kind == EventKind::kPattern || inc.hit->line > dec.line || inc.hit->chained_cause) inc.decisive = inc.hit;
     }
     if (inc.entry && is_exception_line_hit(inc.hit)) {
       // A bare exception line ("ValueError: ..."), or a traceback no specific entry
@@ -190,11 +189,16 @@ void name_incidents(Ctx& c) {
     if (inc.role == kb::Role::kRoot && (inc.entry == nullptr || entry_is_failure(inc.entry))) {
       kb::Precedence p = precedence_of(inc);
       if (!c.on(Rule::kPrecedence)) p = kb::Precedence::kRoot;  // every failure alike: time alone decides
-      if (in_summary) inc.tier = kSummary;
-      else if (p == kb::Precedence::kHardware) inc.tier = kHardware;
-      else if (p == kb::Precedence::kWeak) inc.tier = kWeak;
-      else if (p == kb::Precedence::kCollateral) inc.tier = kCollateralOnly;
-      else if (p == kb::Precedence::kRoot) inc.tier = kRecognised;
+      if (in_summary)
+        inc.tier = kSummary;
+      else if (p == kb::Precedence::kHardware)
+        inc.tier = kHardware;
+      else if (p == kb::Precedence::kWeak)
+        inc.tier = kWeak;
+      else if (p == kb::Precedence::kCollateral)
+        inc.tier = kCollateralOnly;
+      else if (p == kb::Precedence::kRoot)
+        inc.tier = kRecognised;
     } else if (inc.role == kb::Role::kCollateral && !in_summary) {
       inc.tier = kCollateralOnly;
     }
@@ -220,8 +224,9 @@ double step_before(const metrics::SeriesSet& set, int rank, const Event& e) {
   for (const auto& [key, s] : set.all()) {
     if (key.second != rank) continue;
     for (const auto& p : s.points) {
-      bool before = p.source == e.source ? p.line < e.line
-                                         : (p.time_us != INT64_MIN && e.time_us != record::kNoTime && p.time_us < e.time_us);
+      bool before = p.source == e.source
+                        ? p.line < e.line
+                        : (p.time_us != INT64_MIN && e.time_us != record::kNoTime && p.time_us < e.time_us);
       if (before && !(p.step <= best)) best = p.step;
     }
   }
@@ -246,8 +251,8 @@ void mark_recovered(Ctx& c) {
     if (!after) continue;
     double before = step_before(*c.numbers.series, e.rank, e);
     double gained = std::isnan(before) ? last.step : last.step - before;
-    double need = timed && last.time_us > e.time_us ? kTuning.recovered_min_steps_timed
-                                                     : kTuning.recovered_min_steps_untimed;
+    double need =
+        timed && last.time_us > e.time_us ? kTuning.recovered_min_steps_timed : kTuning.recovered_min_steps_untimed;
     if (!(gained >= need)) continue;
     inc.tier = kNone;
     Recovery r;
@@ -277,7 +282,7 @@ void choose_primary(Ctx& c) {
   }
   if (c.primary) {
     c.rank = c.primary->rank;
-    c.rank_how = c.rank < 0 ? RankSource::kNone
+    c.rank_how = c.rank < 0                                 ? RankSource::kNone
                  : c.primary->decisive->in_launcher_summary ? RankSource::kLauncherSummary
                                                             : RankSource::kPrefix;
     c.rank_source = c.primary->rank_source;

@@ -16,8 +16,8 @@ namespace {
 
 std::string fmt_progress(double behind, double top) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "progress: the only rank whose last logged step (%g) is behind the others (%g)", behind,
-                top);
+  std::snprintf(buf, sizeof(buf), "progress: the only rank whose last logged step (%g) is behind the others (%g)",
+                behind, top);
   return buf;
 }
 
@@ -49,8 +49,10 @@ std::optional<RankAnswer> rank_from_launcher(Ctx& c, bool same_text) {
   for (const Event* f : c.launcher_failures) {
     if (f->rank < 0) continue;
     std::string t = template_::mask(f->text);
-    if (!t.empty() && mine.count(t)) same.insert(f->rank);
-    else if (t.empty() || !others.count(t)) unexplained.insert(f->rank);
+    if (!t.empty() && mine.count(t))
+      same.insert(f->rank);
+    else if (t.empty() || !others.count(t))
+      unexplained.insert(f->rank);
   }
   if (same_text && same.size() == 1)
     return RankAnswer{*same.begin(), RankSource::kLauncherSameText, "launcher summary (same error text)"};
@@ -87,7 +89,8 @@ std::optional<RankAnswer> rank_all_alike(Ctx& c) {
     if (close) alike.insert(inc.rank);
   }
   if (world.size() < 2 || alike != world) return std::nullopt;
-  return RankAnswer{-1, RankSource::kAllAlike, "all " + std::to_string(world.size()) + " ranks failed alike at the same time"};
+  return RankAnswer{-1, RankSource::kAllAlike,
+                    "all " + std::to_string(world.size()) + " ranks failed alike at the same time"};
 }
 
 }  // namespace
@@ -149,14 +152,15 @@ std::optional<RankAnswer> rank_progress_behind(Ctx& c) {
 // output, and the line is that rank's.
 std::optional<RankAnswer> rank_only_rank_named(Ctx& c) {
   const Event& de = *c.primary->decisive;
-  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.pid < 0 || de.node.empty() || !c.launcher_failures.empty())
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.pid < 0 || de.node.empty() ||
+      !c.launcher_failures.empty())
     return std::nullopt;
   std::set<int> world;
   for (const auto& s : c.sources) world.insert(s.ranks.begin(), s.ranks.end());
   if (world.size() != 1 || *world.begin() < 0) return std::nullopt;
-  return RankAnswer{*world.begin(), RankSource::kOnlyRankNamed,
-                    "the only rank the log names (the line is a process's own: " + de.node + ":" + std::to_string(de.pid) +
-                        ")"};
+  return RankAnswer{
+      *world.begin(), RankSource::kOnlyRankNamed,
+      "the only rank the log names (the line is a process's own: " + de.node + ":" + std::to_string(de.pid) + ")"};
 }
 
 }  // namespace

@@ -60,8 +60,10 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
     std::sort(ranks.begin(), ranks.end(), [](const RankSeries& a, const RankSeries& b) { return a.rank < b.rank; });
     std::vector<RankSeries> keep(ranks.begin(), ranks.begin() + std::min(ranks.size(), MetricSummary::kPlotRanks));
     if (ranks.size() > keep.size()) {  // the highest rank series is kept in place of the last low one
-      auto top = std::max_element(ranks.begin(), ranks.end(), [](const RankSeries& a, const RankSeries& b) { return a.max < b.max; });
-      if (std::none_of(keep.begin(), keep.end(), [&](const RankSeries& k) { return k.rank == top->rank; })) keep.back() = *top;
+      auto top = std::max_element(ranks.begin(), ranks.end(),
+                                  [](const RankSeries& a, const RankSeries& b) { return a.max < b.max; });
+      if (std::none_of(keep.begin(), keep.end(), [&](const RankSeries& k) { return k.rank == top->rank; }))
+        keep.back() = *top;
     }
     for (const auto& r : keep) {
       MetricSummary::RankPoints rp;
@@ -81,8 +83,8 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
 void read_numbers(Ctx& c) {
   if (!c.numbers.series || !c.numbers.aliases) return;
   Diagnosis& d = c.d;
-  d.verdicts = judge_series(*c.numbers.series, *c.numbers.aliases, c.sources, c.numbers.last_time_us,
-                            c.numbers.last_time_clock);
+  d.verdicts =
+      judge_series(*c.numbers.series, *c.numbers.aliases, c.sources, c.numbers.last_time_us, c.numbers.last_time_clock);
   summarise_series(*c.numbers.series, *c.numbers.aliases, d.series);
   const Verdict* terminal = nullptr;
   const Verdict* nonfinite = nullptr;
@@ -123,9 +125,10 @@ void read_numbers(Ctx& c) {
       f.verify = e->verify;
       for (const auto& r : e->references) f.references.push_back(r.url);
     } else {
-      f.fix = {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and "
-               "gradient clipping.",
-               "Switch to bf16 if the hardware supports it."};
+      f.fix = {
+          "Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and "
+          "gradient clipping.",
+          "Switch to bf16 if the hardware supports it."};
       f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
     }
     f.fingerprint = template_::fingerprint(f.id, "");
@@ -152,7 +155,8 @@ void read_progress(Ctx& c) {
     const auto& lp = c.numbers.series->last_progress();
     int64_t last_us = INT64_MIN;
     if (const uint64_t others = c.numbers.series->other_ranks(); others > 0) {
-      c.d.notes.push_back(std::to_string(others) + " ranks past the first " + std::to_string(metrics::SeriesSet::kMaxRanks) +
+      c.d.notes.push_back(std::to_string(others) + " ranks past the first " +
+                          std::to_string(metrics::SeriesSet::kMaxRanks) +
                           " are summarised together in the series and the progress (a bound on memory; the steps of "
                           "each are not kept)");
     }
@@ -189,7 +193,8 @@ std::string ranks_phrase(int n) { return n == 1 ? "1 rank" : std::to_string(n) +
 
 // What was not read, one reason each (a failed verdict keeps them as notes).
 void add_unread_reasons(Ctx& c) {
-  for (const auto& u : c.numbers.unread) c.d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+  for (const auto& u : c.numbers.unread)
+    c.d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
 }
 
 }  // namespace
@@ -227,7 +232,8 @@ void decide_verdict(Ctx& c) {
   if (c.on(Rule::kVerdictDegradedRecovered) && d.recovered.size() >= 2) {
     d.verdict = VerdictKind::kDegraded;
     d.reasons.push_back({rule_name(Rule::kVerdictDegradedRecovered),
-                         std::to_string(d.recovered.size()) + " errors were recovered from (they recur)", {}});
+                         std::to_string(d.recovered.size()) + " errors were recovered from (they recur)",
+                         {}});
   }
   if (c.on(Rule::kVerdictDegradedSeries)) {
     for (const auto& v : d.verdicts) {
@@ -273,9 +279,10 @@ void decide_verdict(Ctx& c) {
   }
   if (c.on(Rule::kVerdictUnknownEmpty) && c.events.empty() && !p.last_step) {
     d.verdict = VerdictKind::kUnknown;
-    d.reasons.push_back({rule_name(Rule::kVerdictUnknownEmpty),
-                         d.lines == 0 ? "the input is empty" : "nothing in the input reads as a training or serving log",
-                         {}});
+    d.reasons.push_back(
+        {rule_name(Rule::kVerdictUnknownEmpty),
+         d.lines == 0 ? "the input is empty" : "nothing in the input reads as a training or serving log",
+         {}});
     return;
   }
   d.verdict = VerdictKind::kIncomplete;

@@ -107,8 +107,8 @@ class MemberReader final : public Reader {
 
 // Members are read in archive order: streaming them, rather than sorting by name, keeps
 // memory bounded and needs no seek (the archive may be a pipe).
-void read_tar(Context& c, Reader& r, const SourceInfo& archive_info, const std::string& encoding,
-              int depth, Origin origin, Tally& tally) {
+void read_tar(Context& c, Reader& r, const SourceInfo& archive_info, const std::string& encoding, int depth,
+              Origin origin, Tally& tally) {
   ArchiveSource src;
   src.upstream = &r;
   ArchivePtr a(archive_read_new());

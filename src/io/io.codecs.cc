@@ -25,8 +25,7 @@ class Codec {
   virtual bool init() = 0;
   // Decodes from in to out and advances both. `finish`: no more input will ever come.
   // kEnd: a stream (gzip member, zstd frame, all xz streams) ended here.
-  virtual Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
-                      bool finish) = 0;
+  virtual Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail, bool finish) = 0;
   // After kEnd with input left over: true to go on decoding it (the decoder is ready for
   // the next member), false to stop there (what follows is not ours: ignored, as gzip(1)
   // ignores trailing zeros).
@@ -51,8 +50,7 @@ class GzipCodec final : public Codec {
     if (!ready_) message_ = "cannot initialise zlib";
     return ready_;
   }
-  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
-              bool /*finish*/) override {
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail, bool /*finish*/) override {
     zs_.next_in = const_cast<Bytef*>(in);
     zs_.avail_in = clamp_uint(in_avail);
     zs_.next_out = out;
@@ -67,17 +65,10 @@ class GzipCodec final : public Codec {
       case Z_OK:
       case Z_BUF_ERROR:  // no progress possible now; the caller decides if that's the end
         return Step::kOk;
-      case Z_STREAM_END:
-        return Step::kEnd;
-      case Z_NEED_DICT:
-        message_ = "stream needs a preset dictionary";
-        return Step::kError;
-      case Z_MEM_ERROR:
-        message_ = "out of memory";
-        return Step::kError;
-      default:
-        message_ = zs_.msg != nullptr ? zs_.msg : "invalid compressed data";
-        return Step::kError;
+      case Z_STREAM_END: return Step::kEnd;
+      case Z_NEED_DICT: message_ = "stream needs a preset dictionary"; return Step::kError;
+      case Z_MEM_ERROR: message_ = "out of memory"; return Step::kError;
+      default: message_ = zs_.msg != nullptr ? zs_.msg : "invalid compressed data"; return Step::kError;
     }
   }
   bool next_member(const uint8_t* in, size_t in_avail) override {
@@ -104,8 +95,7 @@ class ZstdCodec final : public Codec {
     }
     return true;
   }
-  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
-              bool /*finish*/) override {
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail, bool /*finish*/) override {
     ZSTD_inBuffer ib{in, in_avail, 0};
     ZSTD_outBuffer ob{out, out_avail, 0};
     size_t r = ZSTD_decompressStream(ds_, &ob, &ib);
@@ -138,8 +128,7 @@ class XzCodec final : public Codec {
     }
     return true;
   }
-  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail,
-              bool finish) override {
+  Step decode(const uint8_t*& in, size_t& in_avail, uint8_t*& out, size_t& out_avail, bool finish) override {
     strm_.next_in = in;
     strm_.avail_in = in_avail;
     strm_.next_out = out;
@@ -153,14 +142,11 @@ class XzCodec final : public Codec {
       case LZMA_OK:
       case LZMA_BUF_ERROR:  // no progress possible; the caller decides if it's truncation
         return Step::kOk;
-      case LZMA_STREAM_END:
-        return Step::kEnd;
+      case LZMA_STREAM_END: return Step::kEnd;
       case LZMA_FORMAT_ERROR: message_ = "file format not recognized"; break;
       case LZMA_OPTIONS_ERROR: message_ = "unsupported compression options"; break;
       case LZMA_DATA_ERROR: message_ = "compressed data is corrupt"; break;
-      case LZMA_MEMLIMIT_ERROR:
-        message_ = "decoding needs more than " + format_size(kXzMemLimit) + " of memory";
-        break;
+      case LZMA_MEMLIMIT_ERROR: message_ = "decoding needs more than " + format_size(kXzMemLimit) + " of memory"; break;
       case LZMA_MEM_ERROR: message_ = "out of memory"; break;
       default: message_ = "liblzma error " + std::to_string(static_cast<int>(r)); break;
     }
@@ -227,9 +213,7 @@ class DecompressReader final : public Reader {
         if (in_avail_ == 0) continue;  // wants more input
         // Input and room both available and nothing moved: the library is stuck, and
         // calling it again would loop forever.
-        return fail(make_error(ErrorCode::kFormat,
-                               std::string(format_) + " decoder made no progress"),
-                    n - out_avail);
+        return fail(make_error(ErrorCode::kFormat, std::string(format_) + " decoder made no progress"), n - out_avail);
       }
     }
     return n - out_avail;
@@ -237,19 +221,16 @@ class DecompressReader final : public Reader {
 
  private:
   Error truncated_error() const {
-    return make_error(ErrorCode::kTruncated, "truncated " + std::string(format_) +
-                                                 " stream after " + std::to_string(total_out_) +
-                                                 " bytes: unexpected end of file");
+    return make_error(ErrorCode::kTruncated, "truncated " + std::string(format_) + " stream after " +
+                                                 std::to_string(total_out_) + " bytes: unexpected end of file");
   }
   Error codec_error() const {
     // Nothing decoded yet: the file has the magic bytes but is not this format at all.
     if (total_out_ == 0 && members_done_ == 0) {
-      return make_error(ErrorCode::kFormat,
-                        "not a valid " + std::string(format_) + " stream: " + codec_->message());
+      return make_error(ErrorCode::kFormat, "not a valid " + std::string(format_) + " stream: " + codec_->message());
     }
-    return make_error(ErrorCode::kTruncated, "corrupt " + std::string(format_) +
-                                                 " stream after " + std::to_string(total_out_) +
-                                                 " bytes: " + codec_->message());
+    return make_error(ErrorCode::kTruncated, "corrupt " + std::string(format_) + " stream after " +
+                                                 std::to_string(total_out_) + " bytes: " + codec_->message());
   }
   // Bytes produced in this call go out first; the error waits for the next call.
   Result<size_t> fail(Error e, size_t produced) {
@@ -305,8 +286,7 @@ class Bzip2Reader final : public Reader {
     archive_read_support_filter_bzip2(a_.get());
     archive_read_support_format_raw(a_.get());
     archive_read_support_format_empty(a_.get());  // bzip2 of an empty file is an empty log
-    if (archive_read_open(a_.get(), &src_, nullptr, &ArchiveSource::read_cb, nullptr) !=
-        ARCHIVE_OK) {
+    if (archive_read_open(a_.get(), &src_, nullptr, &ArchiveSource::read_cb, nullptr) != ARCHIVE_OK) {
       return stream_error();
     }
     archive_entry* entry = nullptr;
@@ -327,8 +307,8 @@ class Bzip2Reader final : public Reader {
     if (src_.error) return *src_.error;
     std::string msg = archive_message(a_.get());
     if (contains_ci(msg, "truncat")) {
-      return make_error(ErrorCode::kTruncated, "truncated bzip2 stream after " +
-                                                   std::to_string(total_out_) + " bytes: " + msg);
+      return make_error(ErrorCode::kTruncated,
+                        "truncated bzip2 stream after " + std::to_string(total_out_) + " bytes: " + msg);
     }
     if (total_out_ == 0) return make_error(ErrorCode::kFormat, "not a valid bzip2 stream: " + msg);
     return make_error(ErrorCode::kTruncated,
@@ -352,14 +332,10 @@ class Bzip2Reader final : public Reader {
 
 std::unique_ptr<Reader> make_decompressor(Compression c, Reader& upstream) {
   switch (c) {
-    case Compression::kGzip:
-      return std::make_unique<DecompressReader>(std::make_unique<GzipCodec>(), "gzip", upstream);
-    case Compression::kZstd:
-      return std::make_unique<DecompressReader>(std::make_unique<ZstdCodec>(), "zstd", upstream);
-    case Compression::kXz:
-      return std::make_unique<DecompressReader>(std::make_unique<XzCodec>(), "xz", upstream);
-    case Compression::kBzip2:
-      return std::make_unique<Bzip2Reader>(upstream);
+    case Compression::kGzip: return std::make_unique<DecompressReader>(std::make_unique<GzipCodec>(), "gzip", upstream);
+    case Compression::kZstd: return std::make_unique<DecompressReader>(std::make_unique<ZstdCodec>(), "zstd", upstream);
+    case Compression::kXz: return std::make_unique<DecompressReader>(std::make_unique<XzCodec>(), "xz", upstream);
+    case Compression::kBzip2: return std::make_unique<Bzip2Reader>(upstream);
     case Compression::kNone: break;
   }
   return nullptr;

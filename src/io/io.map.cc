@@ -10,7 +10,6 @@
 
 namespace ff::io::detail {
 
-
 // ---- Mapped windows that survive truncation. A window stays mapped while the scan's
 // chunks in flight point into it, long after it was mapped; a file truncated meanwhile
 // (logrotate's copytruncate, a job that restarts and reopens its log with O_TRUNC) takes
@@ -50,7 +49,8 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
       const uintptr_t e = s.end.load(std::memory_order_acquire);
       if (b == 0 || addr < b || addr >= e) continue;
       const uintptr_t page = addr & g_page_mask;
-      void* p = ::mmap(reinterpret_cast<void*>(page), e - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      void* p =
+          ::mmap(reinterpret_cast<void*>(page), e - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
       if (p == MAP_FAILED) break;
       if (std::atomic<bool>* f = s.shrank.load(std::memory_order_acquire)) f->store(true, std::memory_order_release);
       errno = saved_errno;
@@ -160,8 +160,9 @@ Outcome deliver_mapped(Context& c, const Mappable& m, const SourceInfo& info, Ta
           const ssize_t r = ::pread(m.fd, buf, want, static_cast<off_t>(off + done));
           if (r < 0 && errno == EINTR) continue;
           if (r <= 0) {
-            status = make_error(ErrorCode::kIo, r < 0 ? "read error: " + errno_message(errno) : std::string(kShrankMessage),
-                                at(info.name));
+            status =
+                make_error(ErrorCode::kIo, r < 0 ? "read error: " + errno_message(errno) : std::string(kShrankMessage),
+                           at(info.name));
             len = done;
             break;
           }

@@ -87,7 +87,6 @@ Outcome deliver(Context& c, Reader& r, const SourceInfo& info, Tally& tally) {
   return c.end_source(info, status, tally);
 }
 
-
 }  // namespace detail
 
 using namespace detail;  // NOLINT(google-build-using-namespace): the module's own internals

@@ -74,8 +74,7 @@ Compression detect_compression(std::string_view head) {
   // "BZh" alone is printable text a log line could start with, so also require the block
   // size digit and the magic of the first block (or of the end of an empty stream).
   if (head.size() >= 10 && has_prefix(head, "BZh") && head[3] >= '1' && head[3] <= '9' &&
-      (head.substr(4, 6) == "\x31\x41\x59\x26\x53\x59"sv ||
-       head.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
+      (head.substr(4, 6) == "\x31\x41\x59\x26\x53\x59"sv || head.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
     return Compression::kBzip2;
   }
   return Compression::kNone;
@@ -149,14 +148,15 @@ std::string wrap_encoding(std::string_view inner, const std::string& outer) {
 bool has_binary_signature(std::string_view b) {
   using namespace std::string_view_literals;
   static constexpr std::string_view kMagics[] = {
-      "PK\x03\x04"sv,            // zip: torch.save (.pt/.pth), .npz
-      "\x7f" "ELF"sv,            // executables, core files
-      "\x93NUMPY"sv,             // .npy
-      "\x89HDF\r\n\x1a\n"sv,     // HDF5 / Keras .h5
-      "\x89PNG\r\n\x1a\n"sv,     // plots
-      "\xff\xd8\xff"sv,          // JPEG
-      "GGUF"sv,                  // llama.cpp weights
-      "SQLite format 3\0"sv,     // sqlite databases (wandb, optuna)
+      "PK\x03\x04"sv,  // zip: torch.save (.pt/.pth), .npz
+      "\x7f"
+      "ELF"sv,                // executables, core files
+      "\x93NUMPY"sv,          // .npy
+      "\x89HDF\r\n\x1a\n"sv,  // HDF5 / Keras .h5
+      "\x89PNG\r\n\x1a\n"sv,  // plots
+      "\xff\xd8\xff"sv,       // JPEG
+      "GGUF"sv,               // llama.cpp weights
+      "SQLite format 3\0"sv,  // sqlite databases (wandb, optuna)
   };
   for (std::string_view m : kMagics) {
     if (has_prefix(b, m)) return true;
@@ -174,8 +174,8 @@ bool has_binary_signature(std::string_view b) {
 }  // namespace
 
 // Decides what r is (compressed, tar, text, binary) and handles it.
-Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers,
-                       int depth, Origin origin, Tally& tally) {
+Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string& wrappers, int depth, Origin origin,
+                       Tally& tally) {
   if (c.stopped) return Outcome::kSkipped;
   SniffedReader sniffed(r);
   sniffed.sniff();
@@ -189,8 +189,8 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
     Compression comp = detect_compression(head);
     if (comp != Compression::kNone) {
       std::unique_ptr<Reader> dec = make_decompressor(comp, sniffed);
-      return process_stream(c, *dec, std::move(info), wrap_encoding(compression_name(comp), wrappers),
-                            depth + 1, origin, tally);
+      return process_stream(c, *dec, std::move(info), wrap_encoding(compression_name(comp), wrappers), depth + 1,
+                            origin, tally);
     }
     if (is_tar(head)) {
       read_tar(c, sniffed, info, wrap_encoding("tar", wrappers), depth + 1, origin, tally);
@@ -198,23 +198,18 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
     }
     if (const detail::JournalFormat jf = detail::detect_journal(head); jf != detail::JournalFormat::kNone) {
       JournalReader journal(jf, sniffed);
-      return process_stream(c, journal, std::move(info),
-                            wrap_encoding(jf == detail::JournalFormat::kJson ? "journal-json" : "journal-export", wrappers),
-                            depth + 1, origin, tally);
+      return process_stream(
+          c, journal, std::move(info),
+          wrap_encoding(jf == detail::JournalFormat::kJson ? "journal-json" : "journal-export", wrappers), depth + 1,
+          origin, tally);
     }
   }
   if (c.options.skip_binary && looks_binary(head)) {
     ++tally.binary;
     switch (origin) {
-      case Origin::kNamed:
-        c.error(make_error(ErrorCode::kFormat, "binary file, skipped", at(info.name)), tally);
-        break;
-      case Origin::kWalk:
-        c.note("skipped binary file " + info.name);
-        break;
-      case Origin::kMember:
-        c.note("skipped binary archive member " + info.name);
-        break;
+      case Origin::kNamed: c.error(make_error(ErrorCode::kFormat, "binary file, skipped", at(info.name)), tally); break;
+      case Origin::kWalk: c.note("skipped binary file " + info.name); break;
+      case Origin::kMember: c.note("skipped binary archive member " + info.name); break;
     }
     return Outcome::kSkipped;
   }
@@ -228,7 +223,6 @@ Outcome process_stream(Context& c, Reader& r, SourceInfo info, const std::string
 }  // namespace detail
 
 using namespace detail;  // NOLINT(google-build-using-namespace): the module's own internals
-
 
 bool looks_binary(std::string_view block) {
   if (block.empty()) return false;

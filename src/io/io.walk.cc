@@ -12,7 +12,6 @@ namespace ff::io {
 namespace detail {
 namespace {
 
-
 // Opens path and processes it. In a directory walk, a name that is (or became) something
 // other than a regular file is skipped: opening a FIFO nobody writes to would hang.
 void read_file(Context& c, const std::string& path, Origin origin, Tally& tally) {
@@ -177,14 +176,11 @@ void read_input(Context& c, const std::string& input) {
 }
 }  // namespace
 
-
 }  // namespace detail
 
 using namespace detail;  // NOLINT(google-build-using-namespace): the module's own internals
 
-
-InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
-                        const ReadOptions& options) {
+InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink, const ReadOptions& options) {
   InputReport report;
   Context c{sink, options, report, {}, 0, false};
   c.buffer.n = std::clamp(options.chunk_size, kMinReadBuffer, kMaxReadBuffer);

@@ -287,7 +287,9 @@ struct Context {
     ++tally.sources;
   }
   // How many of n more bytes the byte limit lets through.
-  size_t allowed(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, options.max_total_bytes - budget_used)); }
+  size_t allowed(size_t n) const {
+    return static_cast<size_t>(std::min<uint64_t>(n, options.max_total_bytes - budget_used));
+  }
   void count_delivered(size_t n) {
     budget_used += n;
     report.bytes_read += n;

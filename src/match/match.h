@@ -28,12 +28,12 @@
 namespace ff::match {
 
 struct PatternSpec {
-  uint32_t id = 0;      // the caller's id, reported back on hits
-  std::string regex;    // RE2 syntax (named groups allowed)
+  uint32_t id = 0;    // the caller's id, reported back on hits
+  std::string regex;  // RE2 syntax (named groups allowed)
 };
 
 struct CompileOptions {
-  std::string cache_dir;   // where to keep the serialized database; empty = no cache
+  std::string cache_dir;   // where to keep the serialised database; empty = no cache
   uint64_t cache_key = 0;  // content hash of the patterns' source (the KB hash)
   bool use_vectorscan = true;
 };

@@ -76,9 +76,7 @@ TEST(Match, RejectedPatternFallsBackToRe2) {
 #endif
 }
 
-TEST(Match, VectorscanSyntax) {
-  EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)");
-}
+TEST(Match, VectorscanSyntax) { EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)"); }
 
 }  // namespace
 }  // namespace ff::match

@@ -1,8 +1,8 @@
 // metrics.progress.cc — reading progress lines: numbers (SWAR digit runs, plain
-// decimals without strtod), the keys before them, the tokenizer (parse_progress_line) and
+// decimals without strtod), the keys before them, the tokeniser (parse_progress_line) and
 // ProgressParser, which remembers a line's shape (its text without the numbers) and reads
 // a line of a known shape by comparing the text between its numbers. The number readers
-// stay in this file: the tokenizer and the shapes call them for every number, inlined.
+// stay in this file: the tokeniser and the shapes call them for every number, inlined.
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -228,7 +228,7 @@ MetricId metric_of_key(const Aliases& a, std::string_view key) {
 
 namespace {
 
-// Byte classes for the tokenizer's scan: what may start a number (digits . - + and the
+// Byte classes for the tokeniser's scan: what may start a number (digits . - + and the
 // first letters of nan / inf), and what glues a number to the token before it.
 constexpr uint8_t kMayStart = 1, kJoins = 2;
 constexpr std::array<uint8_t, 256> kByteClass = [] {
@@ -245,8 +245,6 @@ constexpr std::array<uint8_t, 256> kByteClass = [] {
 
 namespace {
 
-// The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes
-// (metric kNoMetric when nothing names it); ProgressParser builds shapes from that.
 // How far read_number(s, i) may look (an upper bound, exclusive): a sign, then a run
 // [digits][.digits][e[sign]digits] and the byte after it, or as much of a word as matches
 // "infinity", "inf" or "nan" and the byte after that (so "iter 7" does not reach the 7).
@@ -273,14 +271,13 @@ size_t number_reach(std::string_view s, size_t i) {
   return std::min(s.size(), std::max(word_end, k + 1));
 }
 
-// The tokenizer. `on_token(start, end, metric, scale)` hears of every number it takes
+// The tokeniser. `on_token(start, end, metric, scale)` hears of every number it takes
 // (metric kNoMetric when nothing names it), `on_look(from, to)` of the bytes it looked
 // at to decide something other than a number it took; ProgressParser builds shapes from
-// them.
+// them. Long because it is one pass over the line with all its state in locals: it runs
+// for every progress line, and its callers inline it with their callbacks.
 template <typename OnToken, typename OnLook>
-// Long because it is one pass over the line with all its state in locals: it runs for
-// every progress line, and its callers inline it with their callbacks.
-bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&& on_token, OnLook&& on_look) {
+bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&& on_token, OnLook&& on_look) {
   out.has_step = false;
   out.samples.clear();
   bool has_loss = false;
@@ -310,8 +307,8 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     if (!key.empty()) m = metric_of_key(a, key);
     // A step followed by "/total": the total is a token of its own (below), so nothing
     // here may look past the slash, or a kept shape would depend on the total's digits.
-    const bool step_of_total = m != kNoMetric && m == a.step() && a.step_total() != kNoMetric && end < s.size() &&
-                               s[end] == '/';
+    const bool step_of_total =
+        m != kNoMetric && m == a.step() && a.step_total() != kNoMetric && end < s.size() && s[end] == '/';
     // The unit right after the number: "ms/step", "it/s", "tokens/s", "GiB".
     size_t u = end;
     while (!step_of_total && u < s.size() && s[u] == ' ' && u - end < 1) ++u;
@@ -322,7 +319,8 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     // by_unit(unit) and unit_scale(unit), in one lookup (none for the usual empty unit).
     MetricId unit_metric = kNoMetric;
     double unit_scale = 1.0;
-    if (const auto* u = unit.empty() ? a.empty_unit() : a.unit_entry(unit)) unit_metric = u->first, unit_scale = u->second;
+    if (const auto* u = unit.empty() ? a.empty_unit() : a.unit_entry(unit))
+      unit_metric = u->first, unit_scale = u->second;
     if (m == kNoMetric && !unit.empty()) {
       m = unit_metric;
       scale = unit_scale;
@@ -375,14 +373,15 @@ bool tokenize(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
 }  // namespace
 
 bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out) {
-  return tokenize(s, a, out, [](size_t, size_t, MetricId, double) {}, [](size_t, size_t) {});
+  return tokenise(
+      s, a, out, [](size_t, size_t, MetricId, double) {}, [](size_t, size_t) {});
 }
 
 // A shape is a progress line with its numbers taken out: the text around them and, per
-// number, what the tokenizer made of it. The tokenizer's path through a line depends on
+// number, what the tokeniser made of it. The tokeniser's path through a line depends on
 // that text only (the numbers end where read_number ends them, and every number ends in
 // a byte that glues, so the bytes after it are judged alike): a line with the same text
-// around its numbers is tokenized the same, and only its numbers need reading.
+// around its numbers is tokenised the same, and only its numbers need reading.
 namespace {
 
 // a[0..n) == b[0..n), for the short texts between numbers (a memcmp call costs more):
@@ -501,7 +500,7 @@ bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
   size_t last = 0;
   starts_.clear();
   looks_.clear();
-  bool ok = tokenize(
+  bool ok = tokenise(
       s, a_, out,
       [&](size_t start, size_t end, MetricId m, double scale) {
         sh.slots.push_back({static_cast<uint32_t>(start - last), m, scale});

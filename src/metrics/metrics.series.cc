@@ -122,7 +122,6 @@ void SeriesSet::add(int rank, const ProgressLine& line, uint32_t source, uint64_
   last_progress_[rank] = Point{step, 0, source, line_no, time_us};
 }
 
-
 void SeriesBatch::clear() {
   used_ranks_ = used_parts_ = 0;
   lines_.clear();
@@ -301,12 +300,14 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
       if (!merged || earlier(S.last, point(P.last))) S.last = point(P.last);
       // The first point that reaches the minimum over both: the earlier one on a tie.
       if (P.has_finite) {
-        if (!S.has_finite || P.min.value < S.min || (merged && P.min.value == S.min && earlier(point(P.min), S.min_point))) {
+        if (!S.has_finite || P.min.value < S.min ||
+            (merged && P.min.value == S.min && earlier(point(P.min), S.min_point))) {
           S.min = P.min.value;
           S.min_point = point(P.min);
           S.min_text.assign(text(P.min));
         }
-        if (!S.has_finite || P.max.value > S.max || (merged && P.max.value == S.max && earlier(point(P.max), S.max_point))) {
+        if (!S.has_finite || P.max.value > S.max ||
+            (merged && P.max.value == S.max && earlier(point(P.max), S.max_point))) {
           S.max = P.max.value;
           S.max_point = point(P.max);
           S.max_text.assign(text(P.max));

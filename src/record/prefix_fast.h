@@ -25,6 +25,23 @@ namespace ff::record::detail {
 
 using M = PrefixParser::FormatMatch;
 
+// The captures a format fills, in the order a match applies them: FormatMatch's member
+// and the regex's group name for each (RE2's named groups, the programs' too).
+enum CaptureField : uint8_t {
+  kRankField,
+  kLocalRankField,
+  kPidField,
+  kGpuField,
+  kNodeField,
+  kLevelField,
+  kTimeField,
+  kProgramField
+};
+inline constexpr int kCaptureFields = 8;
+inline constexpr std::string_view M::*kCaptureMembers[kCaptureFields] = {
+    &M::rank, &M::local_rank, &M::pid, &M::gpu, &M::node, &M::level, &M::time, &M::program};
+inline constexpr std::string_view kCaptureNames[kCaptureFields] = {"rank", "local_rank", "pid",  "gpu",
+                                                                   "node", "level",      "time", "program"};
 
 using M = PrefixParser::FormatMatch;
 inline constexpr size_t kNo = std::string_view::npos;
@@ -57,7 +74,9 @@ struct PaddedProbe {
 
 // s[i] == c, in bounds.
 template <class S>
-inline bool ch(const S& s, size_t i, char c) { return i < s.size() && s[i] == c; }
+inline bool ch(const S& s, size_t i, char c) {
+  return i < s.size() && s[i] == c;
+}
 // s has w at i (a byte loop: the words are short, a memcmp call costs more).
 template <class S>
 inline bool lit(const S& s, size_t i, std::string_view w) {
@@ -83,7 +102,9 @@ inline size_t run(const S& s, size_t i, P p) {
   return i;
 }
 template <class S>
-inline size_t run_digits(const S& s, size_t i) { return run(s, i, is_digit); }
+inline size_t run_digits(const S& s, size_t i) {
+  return run(s, i, is_digit);
+}
 // \d\d:\d\d:\d\d at i
 template <class S>
 inline bool hms_at(const S& s, size_t i) {
@@ -92,7 +113,8 @@ inline bool hms_at(const S& s, size_t i) {
 // (?:[.,]\d+)? at i (seps lists the allowed separators): the end of what it took.
 template <class S>
 inline size_t opt_fraction(const S& s, size_t i, bool comma_too) {
-  if (i + 1 < s.size() && (s[i] == '.' || (comma_too && s[i] == ',')) && is_digit(s[i + 1])) return run_digits(s, i + 1);
+  if (i + 1 < s.size() && (s[i] == '.' || (comma_too && s[i] == ',')) && is_digit(s[i + 1]))
+    return run_digits(s, i + 1);
   return i;
 }
 
@@ -130,7 +152,7 @@ inline bool torchrun_rank(const S& s, M& m) {
   return true;
 }
 
-// \((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\) 
+// \((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\)
 template <class S>
 inline bool ray_actor(const S& s, M& m) {
   if (!ch(s, 0, '(') || s.size() < 2 || !(is_alpha(s[1]) || s[1] == '_')) return false;
@@ -153,7 +175,7 @@ inline bool ray_actor(const S& s, M& m) {
   return true;
 }
 
-// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] 
+// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP]
 template <class S>
 inline bool k8s_cri(const S& s, M& m) {
   if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) &&
@@ -177,7 +199,7 @@ inline bool k8s_cri(const S& s, M& m) {
   return true;
 }
 
-//  {0,4}(?P<rank>\d{1,5}): 
+//  {0,4}(?P<rank>\d{1,5}):
 template <class S>
 inline bool srun_label(const S& s, M& m) {
   size_t i = 0;
@@ -189,7 +211,7 @@ inline bool srun_label(const S& s, M& m) {
   return true;
 }
 
-// (?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*): 
+// (?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*):
 // The run of [a-z0-9.-] must end at ": "; it matches when a digit comes before any '.'.
 template <class S>
 inline bool pdsh_host(const S& s, M& m) {
@@ -207,7 +229,7 @@ inline bool pdsh_host(const S& s, M& m) {
   return true;
 }
 
-// \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:? 
+// \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:?
 // iso_time from its seconds on, the stamp starting at t0 (after the optional '['), its
 // first 17 bytes ("2026-11-30 10:20:") already checked. PrefixParser calls it directly for
 // a stamp in the minute of the last one it parsed.
@@ -300,13 +322,14 @@ inline bool python_logging_basic(const S& s, M& m) {
 
 inline bool path_char(char c) { return is_word(c) || c == '.' || c == '/' || c == '-'; }
 
-// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? [\w./-]+:\d+\] 
+// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? [\w./-]+:\d+\]
 template <class S>
 inline bool vllm(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !ch(s, w.size(), ' ')) continue;
     size_t t0 = w.size() + 1;
-    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '-') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') && hms_at(s, t0 + 6)))
+    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '-') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') &&
+          hms_at(s, t0 + 6)))
       continue;
     size_t t1 = t0 + 14;
     size_t i = opt_fraction(s, t1, false);
@@ -323,13 +346,14 @@ inline bool vllm(const S& s, M& m) {
   return false;
 }
 
-// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<time>\d\d/\d\d \d\d:\d\d:\d\d) [\w.]+\]: 
+// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<time>\d\d/\d\d \d\d:\d\d:\d\d) [\w.]+\]:
 template <class S>
 inline bool detectron2(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !lit(s, w.size(), " [")) continue;
     size_t t0 = w.size() + 2;
-    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '/') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') && hms_at(s, t0 + 6)))
+    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '/') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') &&
+          hms_at(s, t0 + 6)))
       continue;
     size_t t1 = t0 + 14;
     if (!ch(s, t1, ' ')) continue;
@@ -371,7 +395,7 @@ inline bool glog(const S& s, M& m) {
   return true;
 }
 
-// \[(?P<level>[IWEF]) [\w./-]+:\d+\] 
+// \[(?P<level>[IWEF]) [\w./-]+:\d+\]
 template <class S>
 inline bool c10_bracket(const S& s, M& m) {
   if (!ch(s, 0, '[') || s.size() < 2 || !glog_level(s[1]) || !ch(s, 2, ' ')) return false;
@@ -384,7 +408,7 @@ inline bool c10_bracket(const S& s, M& m) {
   return true;
 }
 
-// \[ *(?P<time>\d+\.\d+)\] 
+// \[ *(?P<time>\d+\.\d+)\]
 template <class S>
 inline bool dmesg(const S& s, M& m) {
   if (!ch(s, 0, '[')) return false;
@@ -404,7 +428,7 @@ inline bool dmesg(const S& s, M& m) {
 
 namespace ff::record::detail {
 
-// \[(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\]:? 
+// \[(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\]:?
 template <class S>
 inline bool bracket_time(const S& s, M& m) {
   if (!ch(s, 0, '[') || !hms_at(s, 1)) return false;
@@ -439,7 +463,7 @@ inline bool rank_tag(const S& s, M& m) {
   return true;
 }
 
-// (?P<node>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] 
+// (?P<node>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\]
 template <class S>
 inline bool nccl_line(const S& s, M& m) {
   size_t k = run(s, 0, [](char c) { return is_word(c) || c == '.' || c == '-'; });
@@ -457,7 +481,7 @@ inline bool nccl_line(const S& s, M& m) {
   return true;
 }
 
-// \[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\] 
+// \[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\]
 // Neither class holds '/' or ']', so each run has one way to end.
 template <class S>
 inline bool kubectl_prefix(const S& s, M& m) {

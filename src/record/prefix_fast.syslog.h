@@ -38,7 +38,7 @@ inline bool syslog_host_tag(const S& s, size_t i, M& m) {
   return true;
 }
 
-// (?P<time>[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
+// (?P<time>[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:)
 template <class S>
 inline bool syslog(const S& s, M& m) {
   if (s.size() < 16 || !is_upper(s[0]) || !is_lower(s[1]) || !is_lower(s[2]) || s[3] != ' ' ||
@@ -57,15 +57,16 @@ inline size_t iso_t_zone(const S& s, size_t i) {
     return kNo;
   size_t j = opt_fraction(s, i + 19, false);
   if (ch(s, j, 'Z')) return j + 1;
-  if ((ch(s, j, '+') || ch(s, j, '-')) && digits_n(s, j + 1, 2) && ch(s, j + 3, ':') && digits_n(s, j + 4, 2)) return j + 6;
+  if ((ch(s, j, '+') || ch(s, j, '-')) && digits_n(s, j + 1, 2) && ch(s, j + 3, ':') && digits_n(s, j + 4, 2))
+    return j + 6;
   return kNo;
 }
 
-// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
+// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:)
 template <class S>
 inline bool syslog_iso(const S& s, M& m) {
-  if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) && ch(s, 10, 'T') &&
-        hms_at(s, 11) && ch(s, 19, '.') && digits_n(s, 20, 6) && (ch(s, 26, '+') || ch(s, 26, '-')) &&
+  if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) &&
+        ch(s, 10, 'T') && hms_at(s, 11) && ch(s, 19, '.') && digits_n(s, 20, 6) && (ch(s, 26, '+') || ch(s, 26, '-')) &&
         digits_n(s, 27, 2) && ch(s, 29, ':') && digits_n(s, 30, 2)))
     return false;
   const size_t t1 = 32;
@@ -74,7 +75,7 @@ inline bool syslog_iso(const S& s, M& m) {
   return true;
 }
 
-// RFC 5424: (?:<\d{1,3}>)?\d{1,3} (?P<time>ISO) (?P<node>[\w.-]+) (?P<program>[\w./-]+) (?:(?P<pid>\d+)|-) [\w./-]+ (?:-|(?:\[[^\]]*\])+) 
+// RFC 5424: (?:<\d{1,3}>)?\d{1,3} (?P<time>ISO) (?P<node>[\w.-]+) (?P<program>[\w./-]+) (?:(?P<pid>\d+)|-) [\w./-]+ (?:-|(?:\[[^\]]*\])+)
 template <class S>
 inline bool syslog_5424(const S& s, M& m) {
   size_t i = 0;

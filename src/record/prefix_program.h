@@ -50,9 +50,9 @@ class PrefixProgram {
   enum class Op : uint8_t { kByte, kClass, kSplit, kJmp, kSave, kMatch };
   struct Inst {
     Op op;
-    uint8_t byte;   // kByte
-    uint16_t x;     // kClass: the class; kSplit, kJmp: the preferred target; kSave: the slot
-    uint16_t y;     // kSplit: the other target
+    uint8_t byte;  // kByte
+    uint16_t x;    // kClass: the class; kSplit, kJmp: the preferred target; kSave: the slot
+    uint16_t y;    // kSplit: the other target
   };
   using Class = std::array<uint64_t, 4>;
 
@@ -131,9 +131,7 @@ int PrefixProgram::match(const S& s, M& m) const {
           stack[top++] = {in.y, 0, pos};
           pc = in.x;
           break;
-        case Op::kJmp:
-          pc = in.x;
-          break;
+        case Op::kJmp: pc = in.x; break;
         case Op::kSave:
           if (top == kStack) return -1;
           stack[top++] = {0, static_cast<uint16_t>(in.x + 1), slot[in.x]};
@@ -143,13 +141,11 @@ int PrefixProgram::match(const S& s, M& m) const {
         case Op::kMatch: {
           m.matched = true;
           m.length = pos;
-          std::string_view* fields[8] = {&m.rank, &m.local_rank, &m.pid,  &m.gpu,
-                                         &m.node, &m.level,      &m.time, &m.program};
-          for (int k = 0; k < 8; ++k) {
+          for (int k = 0; k < kCaptureFields; ++k) {
             const int g = field_group_[k];
             if (g == 0) continue;
             const size_t b = slot[2 * g], e = slot[2 * g + 1];
-            *fields[k] = b == kNone || e == kNone ? std::string_view() : s.substr(b, e - b);
+            m.*kCaptureMembers[k] = b == kNone || e == kNone ? std::string_view() : s.substr(b, e - b);
           }
           return 1;
         }

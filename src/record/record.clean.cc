@@ -20,7 +20,8 @@ bool needs_cleaning(std::string_view raw) {
   const __m128i esc = _mm_set1_epi8('\x1b'), cr = _mm_set1_epi8('\r'), nul = _mm_setzero_si128();
   for (; i + 16 <= n; i += 16) {
     const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, esc), _mm_cmpeq_epi8(w, cr)), _mm_cmpeq_epi8(w, nul));
+    const __m128i hit =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, esc), _mm_cmpeq_epi8(w, cr)), _mm_cmpeq_epi8(w, nul));
     if (_mm_movemask_epi8(hit) != 0) return true;
   }
 #endif

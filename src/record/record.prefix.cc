@@ -44,14 +44,9 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
     fmt.ngroups = std::min(15, fmt.re->NumberOfCapturingGroups());
     for (const auto& [name, idx] : fmt.re->NamedCapturingGroups()) {
       if (idx > fmt.ngroups) continue;
-      if (name == "rank") fmt.g_rank = idx;
-      else if (name == "local_rank") fmt.g_local_rank = idx;
-      else if (name == "pid") fmt.g_pid = idx;
-      else if (name == "gpu") fmt.g_gpu = idx;
-      else if (name == "node") fmt.g_node = idx;
-      else if (name == "level") fmt.g_level = idx;
-      else if (name == "time") fmt.g_time = idx;
-      else if (name == "program") fmt.g_program = idx;
+      for (int k = 0; k < detail::kCaptureFields; ++k) {
+        if (name == detail::kCaptureNames[k]) fmt.group[k] = idx;
+      }
     }
     fmt.time_format = detail::time_format_of(f.time_format);
     fmt.fast = detail::fast_kind_for(f.id, f.regex);
@@ -89,17 +84,18 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
       Impl::Candidate c{static_cast<uint16_t>(i), {}};
       const detail::FastKind kind = p->impl_->hot[i].fast;
       for (unsigned b1 = 0; b1 < 256; ++b1) {
-        if (kind == detail::FastKind::kNone || detail::may_start2(kind, static_cast<unsigned char>(b),
-                                                                  static_cast<unsigned char>(b1)))
+        if (kind == detail::FastKind::kNone ||
+            detail::may_start2(kind, static_cast<unsigned char>(b), static_cast<unsigned char>(b1)))
           c.second[b1 >> 6] |= uint64_t{1} << (b1 & 63);
       }
       p->impl_->order[b].push_back(c);
     }
   }
   for (size_t i = 0; i < n; ++i) p->impl_->all_order.push_back(static_cast<uint16_t>(i));
-  p->impl_->all_fast = p->impl_->use_fast && std::all_of(p->impl_->hot.begin(), p->impl_->hot.end(), [](const Impl::Hot& h) {
-                         return h.fast != detail::FastKind::kNone || h.program != nullptr;
-                       });
+  p->impl_->all_fast =
+      p->impl_->use_fast && std::all_of(p->impl_->hot.begin(), p->impl_->hot.end(), [](const Impl::Hot& h) {
+        return h.fast != detail::FastKind::kNone || h.program != nullptr;
+      });
   // A flat shape (PrefixShape) does not compare a round's first two bytes: it needs the
   // formats a round tries to be the same whichever digit those bytes are. The
   // hand-written filters and the programs (every second byte) are; a first-byte table
@@ -115,7 +111,8 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
   for (unsigned b = 0; b < 256 && p->impl_->all_fast; ++b) {
     for (const Impl::Candidate& c : order[b]) {
       for (unsigned d = '1'; d <= '9'; ++d) {
-        if (((c.second[d >> 6] >> (d & 63)) & 1) != ((c.second['0' >> 6] >> ('0' & 63)) & 1)) p->impl_->all_fast = false;
+        if (((c.second[d >> 6] >> (d & 63)) & 1) != ((c.second['0' >> 6] >> ('0' & 63)) & 1))
+          p->impl_->all_fast = false;
       }
     }
   }

@@ -25,17 +25,17 @@ struct PrefixShape {
     uint16_t at = 0, size = 0;  // from the round's start
   };
   struct Round {
-    uint32_t at;       // where the round starts in `text`
+    uint32_t at;  // where the round starts in `text`
     unsigned char b0, b1;
-    uint32_t verify;   // bytes from `at` the failed attempts (and a blind winner) read
-    bool exact;        // compare those bytes exactly
-    int32_t winner;    // the format that matched, or -1: the message starts here
+    uint32_t verify;  // bytes from `at` the failed attempts (and a blind winner) read
+    bool exact;       // compare those bytes exactly
+    int32_t winner;   // the format that matched, or -1: the message starts here
     bool blind = false;
-    uint32_t length = 0;  // a blind winner's match length
+    uint32_t length = 0;    // a blind winner's match length
     uint8_t ncaptures = 0;  // the non-empty captures of a blind winner
     std::array<Capture, kCaptureFields> captures{};
   };
-  std::string text;    // the line, as far as the rounds read it, then NUL bytes (8 more)
+  std::string text;  // the line, as far as the rounds read it, then NUL bytes (8 more)
   std::vector<Round> rounds;
   // Flat: every winner blind, no round exact, and every format of the parser has a fast
   // matcher (so which formats a round tries is digit-blind too: the first-byte table and
@@ -55,7 +55,7 @@ struct PrefixShape {
 };
 
 struct PrefixMemo {
-  uint64_t owner = 0;  // PrefixParser::Impl::id
+  uint64_t owner = 0;                                // PrefixParser::Impl::id
   std::vector<std::unique_ptr<PrefixShape>> shapes;  // most used first (moved by pointer)
   static constexpr size_t kMax = 4;
 };
@@ -142,8 +142,12 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
         }
       }
     } else {
-      PrefixShape::Round r{static_cast<uint32_t>(rest.data() - line.data()), static_cast<unsigned char>(rest[0]),
-                           static_cast<unsigned char>(rest[1]), 0, false, -1};
+      PrefixShape::Round r{static_cast<uint32_t>(rest.data() - line.data()),
+                           static_cast<unsigned char>(rest[0]),
+                           static_cast<unsigned char>(rest[1]),
+                           0,
+                           false,
+                           -1};
       // The formats in order, those that can start with these two bytes only.
       const unsigned b1 = static_cast<unsigned char>(rest[1]);
       for (const Impl::Candidate& c : impl.order[static_cast<unsigned char>(rest[0])]) {

@@ -57,9 +57,14 @@ class ProgramCompiler {
   static bool perl_class(char e, Class& c) {
     Class k{};
     switch (e) {
-      case 'd': case 'D': add_range(k, '0', '9'); break;
-      case 'w': case 'W': add_range(k, '0', '9'), add_range(k, 'a', 'z'), add_range(k, 'A', 'Z'), add(k, '_'); break;
-      case 's': case 'S': for (char b : {'\t', '\n', '\f', '\r', ' '}) add(k, static_cast<unsigned char>(b)); break;
+      case 'd':
+      case 'D': add_range(k, '0', '9'); break;
+      case 'w':
+      case 'W': add_range(k, '0', '9'), add_range(k, 'a', 'z'), add_range(k, 'A', 'Z'), add(k, '_'); break;
+      case 's':
+      case 'S':
+        for (char b : {'\t', '\n', '\f', '\r', ' '}) add(k, static_cast<unsigned char>(b));
+        break;
       default: return false;
     }
     if (e == 'D' || e == 'W' || e == 'S') negate(k);
@@ -80,7 +85,10 @@ class ProgramCompiler {
       case 'v': return '\v';
       case 'x': {
         auto hex = [](char h) {
-          return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+          return h >= '0' && h <= '9'   ? h - '0'
+                 : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                 : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                        : -1;
         };
         if (i + 2 > re_.size() || hex(re_[i]) < 0 || hex(re_[i + 1]) < 0) return -1;
         const int v = hex(re_[i]) * 16 + hex(re_[i + 1]);
@@ -168,10 +176,8 @@ class ProgramCompiler {
         group = ++groups_;
       }
       if (group > 15 && !name.empty()) return fail();  // past the captures the parser reads
-      static constexpr std::string_view kFields[] = {"rank", "local_rank", "pid",  "gpu",
-                                                     "node", "level",      "time", "program"};
-      for (int k = 0; k < 8; ++k) {
-        if (name == kFields[k]) prog_.field_group_[k] = static_cast<uint8_t>(group);
+      for (int k = 0; k < kCaptureFields; ++k) {
+        if (name == kCaptureNames[k]) prog_.field_group_[k] = static_cast<uint8_t>(group);
       }
       auto inner = alternation(i);
       if (!inner || i >= re_.size() || re_[i] != ')') return fail();
@@ -304,9 +310,7 @@ class ProgramCompiler {
   // ---- code
 
   size_t here() const { return prog_.code_.size(); }
-  void emit_save(int slot) {
-    prog_.code_.push_back({PrefixProgram::Op::kSave, 0, static_cast<uint16_t>(slot), 0});
-  }
+  void emit_save(int slot) { prog_.code_.push_back({PrefixProgram::Op::kSave, 0, static_cast<uint16_t>(slot), 0}); }
   size_t emit_split() {
     prog_.code_.push_back({PrefixProgram::Op::kSplit, 0, 0, 0});
     return here() - 1;

@@ -57,20 +57,14 @@ TEST(LineFramer, PlainLinesNeedNoCleaning) {
       ASSERT_LT(n, want.size());
       EXPECT_EQ(l.bytes, want[n]);
       if (l.plain) ++plain;
-      if (l.plain) {
-        EXPECT_FALSE(needs_cleaning(l.bytes)) << n;
-      }
-      if (whole) {
-        EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n;
-      }
+      if (l.plain) { EXPECT_FALSE(needs_cleaning(l.bytes)) << n; }
+      if (whole) { EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n; }
       ++n;
     };
     for (size_t at = 0; at < log.size(); at += piece) f.feed(std::string_view(log).substr(at, piece), cb);
     f.finish(cb);
     EXPECT_EQ(n, want.size());
-    if (piece != 37) {
-      EXPECT_GT(plain, want.size() / 3);
-    }
+    if (piece != 37) { EXPECT_GT(plain, want.size() / 3); }
   }
 }
 
@@ -237,12 +231,8 @@ TEST(TracebackJoiner, ChainedAndOriginalTraceback) {
 TEST(TracebackJoiner, MultiLineMessageAndIndentedSummaryTraceback) {
   TracebackJoiner j;
   std::vector<std::string> lines = {
-      "  traceback : Traceback (most recent call last):",
-      "    File \"x.py\", line 1, in f",
-      "      g()",
-      "  RuntimeError: Error(s) in loading state_dict for MLP:",
-      "  \tsize mismatch for body.0.weight",
-      "[3]:",
+      "  traceback : Traceback (most recent call last):",        "    File \"x.py\", line 1, in f",     "      g()",
+      "  RuntimeError: Error(s) in loading state_dict for MLP:", "  \tsize mismatch for body.0.weight", "[3]:",
   };
   std::optional<Traceback> tb;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -404,7 +394,8 @@ Span span_in(std::string_view whole, std::string_view part) {
 std::string match_diff(std::string_view text, const PrefixParser::FormatMatch& a, const PrefixParser::FormatMatch& b) {
   std::string d;
   auto cmp = [&](const char* name, std::string_view x, std::string_view y) {
-    if (!(span_in(text, x) == span_in(text, y))) d += std::string(" ") + name + ": '" + std::string(x) + "' vs '" + std::string(y) + "'";
+    if (!(span_in(text, x) == span_in(text, y)))
+      d += std::string(" ") + name + ": '" + std::string(x) + "' vs '" + std::string(y) + "'";
   };
   if (a.matched != b.matched) return a.matched ? " fast matches, RE2 does not" : " RE2 matches, fast does not";
   if (!a.matched) return "";
@@ -462,7 +453,8 @@ class FastPrefixes : public ::testing::Test {
       // The program compiled from the regex (every format's, hand-written matcher or not).
       auto p = fast_->match_format(i, text, PrefixParser::Matchers::kCompiled);
       d = match_diff(text, p, b);
-      if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << fast_->format(i).id << "'s program on '" << text << "':" << d;
+      if (!d.empty() && ++failures_ <= 20)
+        ADD_FAILURE() << fast_->format(i).id << "'s program on '" << text << "':" << d;
       // The two-byte filter never turns away a text the format matches.
       auto kind = detail::fast_kind_for(fast_->format(i).id, fast_->format(i).regex);
       if (b.matched && text.size() >= 2 && kind != detail::FastKind::kNone &&
@@ -486,7 +478,8 @@ class FastPrefixes : public ::testing::Test {
       const std::string want = a.prefix_id.empty() ? "" : std::string(a.prefix_id) + "-yaml";
       y.prefix_id = y.prefix_id == want ? a.prefix_id : std::string_view("(other)");
       d = record_diff(y, a);
-      if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << "parse of '" << text << "' with the YAML-only formats differs:" << d;
+      if (!d.empty() && ++failures_ <= 20)
+        ADD_FAILURE() << "parse of '" << text << "' with the YAML-only formats differs:" << d;
     }
     ++checked_;
   }
@@ -519,17 +512,107 @@ TEST_F(FastPrefixes, SamplesAndTheirSuffixesMatchLikeRe2) {
 
 TEST_F(FastPrefixes, RandomPrefixesMatchLikeRe2) {
   // Pieces the formats are made of, glued at random, plus mutated samples.
-  const std::vector<std::string> pieces = {
-      "[", "]", "(", ")", ":", ": ", " ", "  ", "     ", "|", " | ", ",", ".", "-", "/", "_", "<", ">", "=",
-      "0", "3", "12", "123456", "2026", "11", "30", "-11-30", "10:20:42", ",398", ".123456", "T", "Z", "+05:30",
-      "-0800", "+05", "rank", "Rank", "default", "trainer", "INFO", "WARNING", "WARN", "WARNINGS", "ERROR", "DEBUG",
-      "CRITICAL", "FATAL", "I", "W", "E", "F", "E1120", "1120", "stdout", "stderr", "stdou", "F ", "P ", "pid=",
-      "[pod/", "pod/", "] ", "worker-0", "a.b",
-      ", ip=", "10.0.0.1", "::1", "LLMRayActor", "node-1", "worker-1", "a1.b", "a.1", "host", "Oct", " 4", "Nov",
-      "kernel", "[123]", "ProcessGroupNCCL.cpp:1234", "file.py", ":497", "NCCL", "x", "\t", "\xff", "\xc3\xa9",
-      "[rank3]:", "[default0]:", "2026-11-30 10:20:42,398 ", "INFO ", "[rank3] ", "3: ", "[1,2]<stdout>:",
-      "06-30 06:10:12", "02/10 22:55:41", "[74785.660366] ", "[01:17:10.938]: ", "kp-ddp-worker-0:3468:3905 [4] ",
-      "__main__", "torch.distributed", "d2.engine"};
+  const std::vector<std::string> pieces = {"[",
+                                           "]",
+                                           "(",
+                                           ")",
+                                           ":",
+                                           ": ",
+                                           " ",
+                                           "  ",
+                                           "     ",
+                                           "|",
+                                           " | ",
+                                           ",",
+                                           ".",
+                                           "-",
+                                           "/",
+                                           "_",
+                                           "<",
+                                           ">",
+                                           "=",
+                                           "0",
+                                           "3",
+                                           "12",
+                                           "123456",
+                                           "2026",
+                                           "11",
+                                           "30",
+                                           "-11-30",
+                                           "10:20:42",
+                                           ",398",
+                                           ".123456",
+                                           "T",
+                                           "Z",
+                                           "+05:30",
+                                           "-0800",
+                                           "+05",
+                                           "rank",
+                                           "Rank",
+                                           "default",
+                                           "trainer",
+                                           "INFO",
+                                           "WARNING",
+                                           "WARN",
+                                           "WARNINGS",
+                                           "ERROR",
+                                           "DEBUG",
+                                           "CRITICAL",
+                                           "FATAL",
+                                           "I",
+                                           "W",
+                                           "E",
+                                           "F",
+                                           "E1120",
+                                           "1120",
+                                           "stdout",
+                                           "stderr",
+                                           "stdou",
+                                           "F ",
+                                           "P ",
+                                           "pid=",
+                                           "[pod/",
+                                           "pod/",
+                                           "] ",
+                                           "worker-0",
+                                           "a.b",
+                                           ", ip=",
+                                           "10.0.0.1",
+                                           "::1",
+                                           "LLMRayActor",
+                                           "node-1",
+                                           "worker-1",
+                                           "a1.b",
+                                           "a.1",
+                                           "host",
+                                           "Oct",
+                                           " 4",
+                                           "Nov",
+                                           "kernel",
+                                           "[123]",
+                                           "ProcessGroupNCCL.cpp:1234",
+                                           "file.py",
+                                           ":497",
+                                           "NCCL",
+                                           "x",
+                                           "\t",
+                                           "\xff",
+                                           "\xc3\xa9",
+                                           "[rank3]:",
+                                           "[default0]:",
+                                           "2026-11-30 10:20:42,398 ",
+                                           "INFO ",
+                                           "[rank3] ",
+                                           "3: ",
+                                           "[1,2]<stdout>:",
+                                           "06-30 06:10:12",
+                                           "02/10 22:55:41",
+                                           "[74785.660366] ",
+                                           "[01:17:10.938]: ",
+                                           "kp-ddp-worker-0:3468:3905 [4] ",
+                                           "__main__",
+                                           "torch.distributed",
+                                           "d2.engine"};
   std::mt19937 rng(12345);
   std::vector<std::string> seeds;
   for (const auto& f : formats_) seeds.insert(seeds.end(), f.samples.begin(), f.samples.end());
@@ -585,8 +668,12 @@ TEST_F(FastPrefixes, LinesOfOneShapeParseLikeRe2WithFormatsOfAKbEdit) {
   formats_.insert(formats_.begin() + 1, word);
   make_parsers();
   EXPECT_FALSE(fast_->has_program(1));
-  extra_bases_ = {"w3> [rank3]:2026-11-30 10:20:42,398 INFO step 1", "w41> w5> INFO x", "[default3]:w27> 2026-11-30 10:20:42,398 x",
-                  "12@ INFO x", "[rank3]:33@ 2026-11-30 10:20:42,398 y", "JOB3% [rank3]:2026-11-30 10:20:42,398 INFO x",
+  extra_bases_ = {"w3> [rank3]:2026-11-30 10:20:42,398 INFO step 1",
+                  "w41> w5> INFO x",
+                  "[default3]:w27> 2026-11-30 10:20:42,398 x",
+                  "12@ INFO x",
+                  "[rank3]:33@ 2026-11-30 10:20:42,398 y",
+                  "JOB3% [rank3]:2026-11-30 10:20:42,398 INFO x",
                   "[rank12]:job12% INFO step 7"};
   shape_streams();
   EXPECT_EQ(failures_, 0);
@@ -659,7 +746,9 @@ void FastPrefixes::shape_streams() {
       if (ch >= '0' && ch <= '9' && rng() % 2) ch = static_cast<char>('0' + rng() % 10);
     }
     switch (rng() % 12) {
-      case 0: if (!t.empty()) t.erase(rng() % t.size(), 1); break;
+      case 0:
+        if (!t.empty()) t.erase(rng() % t.size(), 1);
+        break;
       case 1: t.insert(rng() % (t.size() + 1), 1, static_cast<char>('0' + rng() % 10)); break;
       case 2: t.insert(rng() % (t.size() + 1), 1, "[] :|x3"[rng() % 7]); break;
       case 3: t = t.substr(0, rng() % (t.size() + 1)); break;

@@ -206,7 +206,6 @@ bool parse_time_as(std::string_view s, TimeFormat format, int64_t& us, Clock& cl
   return false;
 }
 
-
 }  // namespace detail
 
 bool parse_time(std::string_view s, std::string_view format, int64_t& us, Clock& clock, bool& subsecond) {

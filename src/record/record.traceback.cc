@@ -38,7 +38,8 @@ bool parse_frame_line(std::string_view t, Frame& f) {
   size_t i = close + 8;
   uint64_t n = 0;
   size_t digits = 0;
-  while (i < t.size() && t[i] >= '0' && t[i] <= '9' && digits < 12) n = n * 10 + static_cast<uint64_t>(t[i++] - '0'), ++digits;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9' && digits < 12)
+    n = n * 10 + static_cast<uint64_t>(t[i++] - '0'), ++digits;
   if (digits == 0) return false;
   f.line = n;
   f.function.clear();
@@ -100,7 +101,8 @@ bool parse_exception_line(std::string_view text, std::string& type, std::string&
   // or a known lower-case module-qualified one (e.g. "_pickle.UnpicklingError" is covered).
   // The C modules' lower-case classes, always written qualified: socket.gaierror,
   // socket.timeout, select.error.
-  const bool c_module_class = name.find('.') != std::string_view::npos && (ends_with(last, "error") || last == "timeout");
+  const bool c_module_class =
+      name.find('.') != std::string_view::npos && (ends_with(last, "error") || last == "timeout");
   if (last.empty() || (!(last[0] >= 'A' && last[0] <= 'Z') && !c_module_class)) return false;
   if (i == t.size()) {
     type = std::string(name);

@@ -49,8 +49,8 @@ struct PrefixParser::Impl {
     kb::PrefixFormat spec;
     std::unique_ptr<RE2> re;
     int ngroups = 0;  // capturing groups used (at most 15)
-    // Which capture index fills which field; 0 when the format has no such group.
-    int g_rank = 0, g_local_rank = 0, g_pid = 0, g_gpu = 0, g_node = 0, g_level = 0, g_time = 0, g_program = 0;
+    // Per CaptureField, the capture index that fills it; 0 when the format has no such group.
+    std::array<int, detail::kCaptureFields> group{};
     detail::TimeFormat time_format = detail::TimeFormat::kNone;
     detail::FastKind fast = detail::FastKind::kNone;  // its hand-written matcher, if any
     std::optional<detail::PrefixProgram> program;     // its regex compiled (prefix_program.h), if it can be
@@ -105,14 +105,7 @@ struct PrefixParser::Impl {
     };
     m.matched = true;
     m.length = groups[0].size();
-    m.rank = view(f.g_rank);
-    m.local_rank = view(f.g_local_rank);
-    m.pid = view(f.g_pid);
-    m.gpu = view(f.g_gpu);
-    m.node = view(f.g_node);
-    m.program = view(f.g_program);
-    m.level = view(f.g_level);
-    m.time = view(f.g_time);
+    for (int k = 0; k < detail::kCaptureFields; ++k) m.*detail::kCaptureMembers[k] = view(f.group[k]);
     return true;
   }
 };
@@ -122,11 +115,22 @@ namespace detail {
 inline char level_char(std::string_view v) {
   if (v.empty()) return 0;
   switch (v[0]) {
-    case 'D': case 'd': case 'T': case 't': return 'D';
-    case 'I': case 'i': case 'N': case 'n': return 'I';
-    case 'W': case 'w': return 'W';
-    case 'E': case 'e': return 'E';
-    case 'F': case 'f': case 'C': case 'c': return 'F';
+    case 'D':
+    case 'd':
+    case 'T':
+    case 't': return 'D';
+    case 'I':
+    case 'i':
+    case 'N':
+    case 'n': return 'I';
+    case 'W':
+    case 'w': return 'W';
+    case 'E':
+    case 'e': return 'E';
+    case 'F':
+    case 'f':
+    case 'C':
+    case 'c': return 'F';
   }
   return 0;
 }
@@ -160,28 +164,33 @@ inline int iso_time_in_memo_minute(std::string_view s, PrefixParser::FormatMatch
   return detail::iso_time_from_seconds(s, t0, m) ? 1 : 0;
 }
 
-// The captures of a format, in the order a match applies them, and FormatMatch's field
-// for each.
-enum CaptureField : uint8_t {
-  kRankField, kLocalRankField, kPidField, kGpuField, kNodeField, kLevelField, kTimeField, kProgramField
-};
-inline constexpr int kCaptureFields = 8;
 using FormatMatch = PrefixParser::FormatMatch;
-inline constexpr std::string_view FormatMatch::*kCaptureMembers[kCaptureFields] = {
-    &FormatMatch::rank, &FormatMatch::local_rank, &FormatMatch::pid,  &FormatMatch::gpu,
-    &FormatMatch::node, &FormatMatch::level,      &FormatMatch::time, &FormatMatch::program};
 
 // One non-empty capture of a matching format, applied to rec: the first capture of a
 // field that reads wins.
 inline void apply_capture(CaptureField field, std::string_view text, TimeFormat time_format, Record& rec) {
   switch (field) {
-    case kRankField: if (rec.rank < 0) rec.rank = to_int(text); break;
-    case kLocalRankField: if (rec.local_rank < 0) rec.local_rank = to_int(text); break;
-    case kPidField: if (rec.pid < 0) rec.pid = to_int(text); break;
-    case kGpuField: if (rec.gpu < 0) rec.gpu = to_int(text); break;
-    case kNodeField: if (rec.node.empty()) rec.node = text; break;
-    case kProgramField: if (rec.program.empty()) rec.program = text; break;
-    case kLevelField: if (!rec.level) rec.level = level_char(text); break;
+    case kRankField:
+      if (rec.rank < 0) rec.rank = to_int(text);
+      break;
+    case kLocalRankField:
+      if (rec.local_rank < 0) rec.local_rank = to_int(text);
+      break;
+    case kPidField:
+      if (rec.pid < 0) rec.pid = to_int(text);
+      break;
+    case kGpuField:
+      if (rec.gpu < 0) rec.gpu = to_int(text);
+      break;
+    case kNodeField:
+      if (rec.node.empty()) rec.node = text;
+      break;
+    case kProgramField:
+      if (rec.program.empty()) rec.program = text;
+      break;
+    case kLevelField:
+      if (!rec.level) rec.level = level_char(text);
+      break;
     case kTimeField:
       if (rec.time_us == kNoTime && time_format != TimeFormat::kNone) {
         int64_t us;

@@ -8,7 +8,7 @@
 namespace ff::scan::detail {
 
 Chunker::Chunker(const Engine& engine, const ScanOptions& opt, std::function<void(std::unique_ptr<Chunk>)> emit,
-          std::function<std::unique_ptr<Chunk>()> fresh)
+                 std::function<std::unique_ptr<Chunk>()> fresh)
     : engine_(engine), opt_(opt), emit_(std::move(emit)), fresh_(std::move(fresh)) {}
 
 void Chunker::begin(const io::SourceInfo& info) {
@@ -100,7 +100,8 @@ void Chunker::add_line(Chunk& c, const record::RawLine& l, std::string_view piec
     }
   }
   const char* p0 = piece.data();
-  if (!l.bytes.empty() && !piece.empty() && l.bytes.data() >= p0 && l.bytes.data() + l.bytes.size() <= p0 + piece.size()) {
+  if (!l.bytes.empty() && !piece.empty() && l.bytes.data() >= p0 &&
+      l.bytes.data() + l.bytes.size() <= p0 + piece.size()) {
     ref.pos = static_cast<uint32_t>(base + static_cast<size_t>(l.bytes.data() - p0));
     ref.side = 0;
   } else {

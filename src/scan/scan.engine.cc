@@ -24,12 +24,11 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
     const auto& ref = e->refs_.at(r.id);
     const kb::Entry& entry = kb.entries[ref.entry];
     const kb::Pattern& p = entry.patterns[ref.pattern];
-    e->warnings_.push_back(make_error(ErrorCode::kInvalidKb,
-                                      std::string(r.backend_name()) + " rejected the pattern (" + r.message + ")" +
-                                          (r.backend == match::Rejected::Backend::kVectorscan
-                                               ? "; RE2 serves it, more slowly"
-                                               : ""),
-                                      {entry.file, p.line, "patterns." + p.id}));
+    e->warnings_.push_back(
+        make_error(ErrorCode::kInvalidKb,
+                   std::string(r.backend_name()) + " rejected the pattern (" + r.message + ")" +
+                       (r.backend == match::Rejected::Backend::kVectorscan ? "; RE2 serves it, more slowly" : ""),
+                   {entry.file, p.line, "patterns." + p.id}));
   }
   FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));
   FF_TRY(e->source_names_, record::PrefixParser::create(kb.source_names));
@@ -41,7 +40,8 @@ record::Origin Engine::origin_of_source(std::string_view name) const {
   // The formats are anchored at the start of what they are given: try the whole name,
   // then every suffix that follows a '/'; the first that says something wins.
   std::vector<std::string_view> tails{name};
-  for (size_t p = name.find('/'); p != std::string_view::npos; p = name.find('/', p + 1)) tails.push_back(name.substr(p + 1));
+  for (size_t p = name.find('/'); p != std::string_view::npos; p = name.find('/', p + 1))
+    tails.push_back(name.substr(p + 1));
   record::Origin o;
   for (std::string_view tail : tails) {
     record::Record rec;

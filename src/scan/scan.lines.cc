@@ -78,7 +78,7 @@ void LineWorker::run(Chunk& c) {
       }
     }
     // A line of a known progress shape has the words might_be_progress looks for (they
-    // hold no digit, so they lie in the shape's text): test for them only before tokenizing.
+    // hold no digit, so they lie in the shape's text): test for them only before tokenising.
     const bool known = progress_parser_.known(rec.message, progress_);
     if (known || (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
       r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
@@ -147,7 +147,8 @@ void LineWorker::match_joined(Chunk& c) {
   std::stable_sort(r.facts.begin(), r.facts.end(), [](const Fact& a, const Fact& b) { return a.line < b.line; });
 }
 
-void LineWorker::add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const record::Record& rec, const TimeMark& before) {
+void LineWorker::add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const record::Record& rec,
+                         const TimeMark& before) {
   ChunkResult& r = c.res;
   HitEvent h;
   h.line = static_cast<uint32_t>(i);
@@ -188,14 +189,16 @@ void LineWorker::add_hit(Chunk& c, size_t i, uint64_t number, uint32_t id, const
   long long v = 0;
   if (cr != e.captures.end() && parse_int(cr->second, v) && v < 100000000) {
     if (e.rank < 0) e.rank = static_cast<int>(v);
-    if (!e.node.empty() && e.pid >= 0) r.facts.push_back(Fact{h.line, true, static_cast<int>(v), e.pid, e.node, event_index});
+    if (!e.node.empty() && e.pid >= 0)
+      r.facts.push_back(Fact{h.line, true, static_cast<int>(v), e.pid, e.node, event_index});
     if (!e.node.empty()) r.facts.push_back(Fact{h.line, false, static_cast<int>(v), -1, e.node, event_index});
   }
   auto cn = e.captures.find("node");
   if (cn != e.captures.end() && e.node.empty()) e.node = cn->second;
   // The rest of the identity captures (kb/README.md): torchrun's "local_rank: 3", a
   // "Device: 3", a "PID 1177", when the prefix does not say.
-  for (auto [name, field] : {std::pair<const char*, int*>{"local_rank", &e.local_rank}, {"gpu", &e.gpu}, {"pid", &e.pid}}) {
+  for (auto [name, field] :
+       {std::pair<const char*, int*>{"local_rank", &e.local_rank}, {"gpu", &e.gpu}, {"pid", &e.pid}}) {
     auto it = e.captures.find(name);
     long long x = 0;
     if (it != e.captures.end() && *field < 0 && parse_int(it->second, x) && x >= 0 && x < 100000000)

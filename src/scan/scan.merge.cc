@@ -25,7 +25,8 @@ void Merger::flush_settled() {
   uint64_t open_from = UINT64_MAX;
   for (int rank : active_joiners_) {
     auto it = joiners_.find(rank);
-    if (it != joiners_.end() && it->second.active()) open_from = std::min<uint64_t>(open_from, it->second.current().first_line);
+    if (it != joiners_.end() && it->second.active())
+      open_from = std::min<uint64_t>(open_from, it->second.current().first_line);
   }
   for (const auto& [rank, w] : wrapper_) open_from = std::min<uint64_t>(open_from, w.line);
   for (auto& f : summary_.take()) pending_.push_back(summary_event(f));
@@ -89,8 +90,8 @@ void Merger::add_context(record::Event& e, const Chunk& c, size_t i, int rank) {
     if (r.rank[k] != rank) continue;
     out.emplace_back(c.first_line + k, context_text(c.line(k), c.lines[k].plain, buf));
   }
-  for (auto it = recent_.rbegin(); it != recent_.rend() && looked < record::Event::kContextWindow &&
-                                   out.size() < record::Event::kContextLines;
+  for (auto it = recent_.rbegin();
+       it != recent_.rend() && looked < record::Event::kContextWindow && out.size() < record::Event::kContextLines;
        ++it, ++looked) {
     if (it->rank != rank) continue;
     out.emplace_back(it->number, context_text(it->raw, it->plain, buf));
@@ -187,7 +188,8 @@ void Merger::replay_series(Chunk& c) {
     if (might_be_progress(rec.message) &&
         metrics::parse_progress_line(rec.message, engine_.metric_aliases(), progress_))
       job_.series.add(rec.rank, progress_, source_, c.first_line + i, rec.time_us, rec.message);
-    for (; k < metric_events_.size() && metric_events_[k].first == i; ++k) add_captured_metrics(metric_events_[k].second);
+    for (; k < metric_events_.size() && metric_events_[k].first == i; ++k)
+      add_captured_metrics(metric_events_[k].second);
   }
   c.res.series.clear();
 }
@@ -269,15 +271,14 @@ void Merger::walk(Chunk& c, size_t i, size_t hit_begin, size_t hit_end) {
     if (h.metric_captures) metric_events_.emplace_back(i, e);
     pending_.push_back(std::move(e));
   }
-  if (pending_.size() > first_new && ends_with(trim(rec.message), "raised:"))
-    wrapper_[rec.rank] = {number, first_new};
+  if (pending_.size() > first_new && ends_with(trim(rec.message), "raised:")) wrapper_[rec.rank] = {number, first_new};
   // An idle joiner holds nothing; keeping one per rank would let a hostile log (a
   // million distinct "[rankN]:" prefixes) grow memory without bound (issue 7).
   if (!joiner.active() && joiners_.size() > kMaxIdleJoiners) joiners_.erase(rec.rank);
 }
 
 void Merger::fill_context(record::Event& e, const record::Record& rec, uint64_t line, uint64_t offset, const Chunk& c,
-                    size_t i) {
+                          size_t i) {
   rec.to_origin(e);
   e.source = source_;
   e.line = line;
@@ -299,8 +300,10 @@ void Merger::add_captured_metrics(const record::Event& e) {
     double v = std::strtod(value.c_str(), &end);
     if (end == value.c_str()) continue;
     double step = -1;
-    if (auto st = e.captures.find("step"); st != e.captures.end()) step = std::strtod(st->second.c_str(), nullptr);
-    else if (auto lp = job_.series.last_progress().find(e.rank); lp != job_.series.last_progress().end()) step = lp->second.step;
+    if (auto st = e.captures.find("step"); st != e.captures.end())
+      step = std::strtod(st->second.c_str(), nullptr);
+    else if (auto lp = job_.series.last_progress().find(e.rank); lp != job_.series.last_progress().end())
+      step = lp->second.step;
     job_.series.add_sample(e.rank, id, step, v, source_, e.line, e.time_us, e.text);
   }
 }

@@ -210,8 +210,8 @@ JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, cons
   if (!options.only_host.empty() || !options.only_unit.empty()) {
     std::string which = !options.only_host.empty() ? "host " + options.only_host : "";
     if (!options.only_unit.empty()) which += (which.empty() ? "unit " : ", unit ") + options.only_unit;
-    job.notes.push_back(fmt::format("{} line{} of other hosts or units left out (only {})", left_out,
-                                    left_out == 1 ? "" : "s", which));
+    job.notes.push_back(
+        fmt::format("{} line{} of other hosts or units left out (only {})", left_out, left_out == 1 ? "" : "s", which));
   }
   return job;
 }
@@ -220,15 +220,17 @@ JobStats scan_with(const Engine& engine, unsigned threads, EventSink& sink, cons
 
 JobStats scan_job(const Engine& engine, const std::vector<std::string>& inputs, EventSink& sink,
                   const ScanOptions& options) {
-  return scan_with(engine, threads_for(inputs, options), sink, options,
-                   [&](io::ByteSink& chunker, const io::ReadOptions& ro) { return io::read_inputs(inputs, chunker, ro); });
+  return scan_with(
+      engine, threads_for(inputs, options), sink, options,
+      [&](io::ByteSink& chunker, const io::ReadOptions& ro) { return io::read_inputs(inputs, chunker, ro); });
 }
 
 JobStats scan_feed(const Engine& engine, io::StreamFeed& feed, EventSink& sink, const ScanOptions& options) {
   // The size is unknown until the end: as asked, else one per core.
   const unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  return scan_with(engine, threads, sink, options,
-                   [&](io::ByteSink& chunker, const io::ReadOptions& ro) { return io::read_streams(feed, chunker, ro); });
+  return scan_with(engine, threads, sink, options, [&](io::ByteSink& chunker, const io::ReadOptions& ro) {
+    return io::read_streams(feed, chunker, ro);
+  });
 }
 
 JobStats scan_text(const Engine& engine, std::string_view name, std::string_view text, EventSink& sink,
@@ -251,6 +253,5 @@ JobStats scan_text(const Engine& engine, std::string_view name, std::string_view
   chunker.end(info, Status::Ok());
   return job;
 }
-
 
 }  // namespace ff::scan

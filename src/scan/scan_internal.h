@@ -55,7 +55,7 @@ inline constexpr size_t kJoinedMinLines = 256;  // lines in a chunk for one matc
 inline constexpr size_t kMaxRanksTracked = 1 << 20;
 inline constexpr size_t kMaxIdleJoiners = 4096;  // traceback joiners kept for ranks with none open
 
-// A cheap test before the progress-line tokenizer: progress lines name a step, an
+// A cheap test before the progress-line tokeniser: progress lines name a step, an
 // iteration or a loss, or a rate.
 inline bool might_be_progress(std::string_view m) {
   return m.find("loss") != std::string_view::npos || m.find("step") != std::string_view::npos ||
@@ -141,8 +141,8 @@ struct LineRef {
 
 // A fact about who runs where, applied in line order (first one wins, as emplace).
 struct Fact {
-  uint32_t line;      // index in the chunk: the order they are applied in
-  bool pid_fact;      // (node, pid) -> rank; else rank -> node
+  uint32_t line;  // index in the chunk: the order they are applied in
+  bool pid_fact;  // (node, pid) -> rank; else rank -> node
   int rank;
   int pid;
   std::string node;
@@ -151,11 +151,11 @@ struct Fact {
 
 // A hit's event, built in phase A as far as its line alone tells.
 struct HitEvent {
-  uint32_t line;          // index in the chunk
-  uint32_t pattern;       // database id
-  int time_rank;          // the line's stream, for a time taken from an earlier line
-  bool over_cap = false;  // already over the cap within this chunk: counted, not built
-  bool inherit_time = false;  // no time on the stream in this chunk before: B fills it in
+  uint32_t line;                 // index in the chunk
+  uint32_t pattern;              // database id
+  int time_rank;                 // the line's stream, for a time taken from an earlier line
+  bool over_cap = false;         // already over the cap within this chunk: counted, not built
+  bool inherit_time = false;     // no time on the stream in this chunk before: B fills it in
   bool metric_captures = false;  // has m_<metric> captures (B adds them to the series)
   record::Event e;
 };
@@ -170,10 +170,10 @@ struct ChunkResult {
   std::vector<Fact> facts;      // in line order
   uint64_t lines_with_rank = 0;
   uint64_t lines_with_time = 0;
-  std::vector<int> ranks_seen;  // distinct ranks, in first-seen order
-  std::vector<int> name_ranks;  // distinct ranks on lines that do not name their node
+  std::vector<int> ranks_seen;                      // distinct ranks, in first-seen order
+  std::vector<int> name_ranks;                      // distinct ranks on lines that do not name their node
   std::vector<std::pair<int, TimeMark>> last_time;  // per rank, its last time in the chunk
-  int64_t max_time = record::kNoTime;  // the latest wall-clock time (first one on a tie)
+  int64_t max_time = record::kNoTime;               // the latest wall-clock time (first one on a tie)
   record::Clock max_clock = record::Clock::kNone;
   bool metric_captures = false;
   metrics::SeriesBatch series;
@@ -199,7 +199,8 @@ struct ChunkResult {
   // time in the chunk before it).
   TimeMark time_before(size_t i, int rank) const {
     for (size_t k = i; k-- > 0;) {
-      if (this->rank[k] == rank && time_us[k] != record::kNoTime) return {time_us[k], static_cast<record::Clock>(clock[k])};
+      if (this->rank[k] == rank && time_us[k] != record::kNoTime)
+        return {time_us[k], static_cast<record::Clock>(clock[k])};
     }
     return {};
   }
@@ -265,7 +266,8 @@ class RankIndex {
       // The direct table grows with the largest rank seen (a pasted snippet does not pay
       // for 65,536 entries).
       const size_t at = static_cast<size_t>(rank + 1);
-      if (at >= direct_.size()) direct_.resize(std::max<size_t>(at + 1, std::min<size_t>(2 * direct_.size(), kDirect + 1)), -1);
+      if (at >= direct_.size())
+        direct_.resize(std::max<size_t>(at + 1, std::min<size_t>(2 * direct_.size(), kDirect + 1)), -1);
       int32_t& d = direct_[at];
       if (d < 0) {
         d = static_cast<int32_t>(ranks_.size());
@@ -355,8 +357,8 @@ class LineWorker {
   std::vector<PerRank> per_rank_;
   std::unordered_map<uint32_t, uint64_t> local_hits_;
   std::unordered_set<PidKey, PidKeyHash, PidKeyEq> pid_facts_;
-  std::string joined_;            // the chunk's messages, each ended by '\n'
-  std::vector<uint32_t> ends_;    // offset of each message's '\n' in joined_
+  std::string joined_;          // the chunk's messages, each ended by '\n'
+  std::vector<uint32_t> ends_;  // offset of each message's '\n' in joined_
   std::vector<uint32_t> candidates_, hit_lines_;
 };
 
@@ -447,12 +449,12 @@ class Merger {
   std::set<int> ranks_seen_;
   std::set<int> name_ranks_;  // ranks seen on lines that do not name their node
   struct Wrapper {
-    uint64_t line;   // the "... raised:" line
-    size_t first;    // its first event in pending_
+    uint64_t line;  // the "... raised:" line
+    size_t first;   // its first event in pending_
   };
   std::unordered_map<int, Wrapper> wrapper_;
   std::vector<std::pair<size_t, record::Event>> metric_events_;  // (line in chunk, event) of this chunk
-  std::vector<bool> dropped_;  // per hit of the chunk: over the cap
+  std::vector<bool> dropped_;                                    // per hit of the chunk: over the cap
   std::string clean_;
   metrics::ProgressLine progress_;
   bool shrank_ = false;  // a mapped window of this source shrank under its chunks
