@@ -121,11 +121,11 @@ bool note_blind_winner(const Hot& h, std::string_view text, PrefixShape::Round& 
 }  // namespace
 
 // The rounds: at each position, the formats in order until one matches (at most 12
-// rounds). With `shape`, also notes how each round went (false: not memoizable).
+// rounds). With `shape`, also notes how each round went (false: not memoisable).
 bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_out) const {
   const Impl& impl = *impl_;
   auto* shape = static_cast<PrefixShape*>(shape_out);
-  bool memoizable = shape != nullptr;
+  bool memoisable = shape != nullptr;
   std::string_view rest = line;
   // Kept clean between lines (every field read is cleared), so no 128-byte reset per line.
   thread_local FormatMatch m;
@@ -134,7 +134,7 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
     bool any = false;
     if (rest.size() < 2 || !impl.use_fast) {
       // All formats in order (a text this short is rare; RegexOnly is the reference).
-      memoizable = false;
+      memoisable = false;
       for (uint16_t i : impl.all_order) {
         if (try_format(impl, i, rest, rec, m, applied_nonconsuming)) {
           any = true;
@@ -160,27 +160,27 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
           any = true;
           break;
         }
-        if (memoizable) {
+        if (memoisable) {
           // How far this failed attempt read (a hand-written matcher or a program can say).
           if (h.fast == detail::FastKind::kNone && h.program == nullptr) {
-            memoizable = false;
+            memoisable = false;
           } else {
             detail::PaddedProbe probe{before};
             FormatMatch scratch;
             // Matched: an empty match; a program that gave up: RE2 decided.
-            if (probe_fast(h, probe, scratch) != 0) memoizable = false;
+            if (probe_fast(h, probe, scratch) != 0) memoisable = false;
             r.verify = std::max<uint32_t>(r.verify, static_cast<uint32_t>(std::min<size_t>(probe.reach, UINT32_MAX)));
             if (!digit_blind(h)) r.exact = true;
           }
         }
       }
-      if (memoizable && r.winner >= 0) memoizable = note_blind_winner(impl.hot[r.winner], line.substr(r.at), r);
-      if (memoizable) shape->rounds.push_back(r);
+      if (memoisable && r.winner >= 0) memoisable = note_blind_winner(impl.hot[r.winner], line.substr(r.at), r);
+      if (memoisable) shape->rounds.push_back(r);
     }
     if (!any) break;
   }
   rec.message = rest;
-  if (memoizable) {
+  if (memoisable) {
     size_t need = 0;
     bool flat = impl.all_fast;
     shape->captures.clear();
@@ -199,7 +199,7 @@ bool PrefixParser::parse_rounds(std::string_view line, Record& rec, void* shape_
     shape->text.assign(line.substr(0, std::min(line.size(), need)));
     shape->text.resize(need + 8, '\0');  // read as NUL past the line; room for replay's 8-byte reads
   }
-  return memoizable;
+  return memoisable;
 }
 
 namespace {
