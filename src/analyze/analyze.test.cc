@@ -15,8 +15,8 @@ std::string entry_yaml(const std::string& id, const std::string& category, const
   return "id: " + id + "\ntitle: " + id + "\ncategory: " + category + "\nseverity: " + severity +
          "\nphase: any\nframeworks: [x]\nsummary: s\nmechanism: m\naffected: [any]\nconfirm: [c]\n"
          "root_cause: r\nfix: [f]\nverify: v\n"
-         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: " + role + ", " +
-         (precedence.empty() ? "" : "precedence: " + precedence + ", ") + "literal: '" + id +
+         "references: [{url: 'https://example.org'}]\npatterns:\n  - {id: p, role: " +
+         role + ", " + (precedence.empty() ? "" : "precedence: " + precedence + ", ") + "literal: '" + id +
          " marker'}\nexamples: ['" + id + " marker']\n";
 }
 
@@ -28,8 +28,9 @@ kb::KnowledgeBase test_kb() {
                      {"e.yaml", entry_yaml("t.warn", "numerical", "warning")},
                      {"f.yaml", entry_yaml("t.nan", "numerical")},
                      {"g.yaml", entry_yaml("t.slow", "hang", "error", "", "symptom")},
-                     {"formats/exceptions.yaml", "teardown: [KeyboardInterrupt]\nexceptions:\n  - {type: OSError, category: storage}\n"
-                                                 "frames:\n  - {path: torch/utils/data/, category: data-pipeline}\n"}});
+                     {"formats/exceptions.yaml",
+                      "teardown: [KeyboardInterrupt]\nexceptions:\n  - {type: OSError, category: storage}\n"
+                      "frames:\n  - {path: torch/utils/data/, category: data-pipeline}\n"}});
   EXPECT_TRUE(r.errors.empty());
   return std::move(r.kb);
 }
@@ -54,7 +55,9 @@ Event hit(const std::string& entry, kb::Role role, uint64_t line, int rank, int6
   return e;
 }
 
-std::vector<SourceSummary> one_source() { return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}, {}, {}}}; }
+std::vector<SourceSummary> one_source() {
+  return {SourceSummary{"job.log", "plain", 100, 10, 0, true, "", {}, {}, {}}};
+}
 
 TEST(Diagnose, NoEventsIsUnknownNotHealthy) {
   kb::KnowledgeBase kb = test_kb();
@@ -128,7 +131,8 @@ TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
 
 TEST(Diagnose, StragglerIsTheOnlyRankThatDidNotTimeOut) {
   kb::KnowledgeBase kb = test_kb();
-  std::vector<Event> ev = {hit("t.timeout", kb::Role::kRoot, 10, 0, 1000), hit("t.timeout", kb::Role::kRoot, 11, 1, 1001),
+  std::vector<Event> ev = {hit("t.timeout", kb::Role::kRoot, 10, 0, 1000),
+                           hit("t.timeout", kb::Role::kRoot, 11, 1, 1001),
                            hit("t.timeout", kb::Role::kRoot, 12, 2, 1002)};
   auto src = one_source();
   src[0].ranks = {0, 1, 2, 3};
@@ -227,7 +231,8 @@ TEST(Rules, EveryRankFailingAlikeNamesNoRank) {
   kb::KnowledgeBase kb = test_kb();
   auto src = one_source();
   src[0].ranks = {0, 1};
-  Diagnosis d = diagnose({hit("t.nan", kb::Role::kRoot, 4, 0, 1000), hit("t.nan", kb::Role::kRoot, 5, 1, 1200)}, src, kb);
+  Diagnosis d =
+      diagnose({hit("t.nan", kb::Role::kRoot, 4, 0, 1000), hit("t.nan", kb::Role::kRoot, 5, 1, 1200)}, src, kb);
   ASSERT_TRUE(d.primary);
   EXPECT_FALSE(d.primary->rank.has_value());
   EXPECT_EQ(d.primary->rank_how, RankSource::kAllAlike);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "record/event.h"
+
 namespace ff::analyze {
 
 // The verdict on a job, with its exit code (docs/json-output.md, `firstfault --help`):
@@ -25,37 +27,37 @@ int verdict_exit_code(VerdictKind v);
 // How the primary's rank was found (rules.h names the rule behind each).
 enum class RankSource : uint8_t {
   kNone,
-  kPrefix,              // the line's own prefix (or the source's name)
-  kLauncherSummary,     // a row of the launcher's failure table is the line itself
-  kLauncherSameText,    // the table row whose error text is the primary's
-  kLauncherExclusion,   // the only failed rank whose error is not collateral
-  kHangStraggler,       // a hang: the rank that never entered the stuck collective
-  kAllAlike,            // every rank failed alike: no rank named
-  kPidMap,              // NCCL / launcher lines map the line's process id to a rank
-  kLocalRankSingleNode, // the local rank, on a job that runs on one node
-  kProgressBehind,      // the only rank whose progress stopped first
-  kOnlyRankNamed,       // a process line (host:pid) in a log that names one rank only
+  kPrefix,               // the line's own prefix (or the source's name)
+  kLauncherSummary,      // a row of the launcher's failure table is the line itself
+  kLauncherSameText,     // the table row whose error text is the primary's
+  kLauncherExclusion,    // the only failed rank whose error is not collateral
+  kHangStraggler,        // a hang: the rank that never entered the stuck collective
+  kAllAlike,             // every rank failed alike: no rank named
+  kPidMap,               // NCCL / launcher lines map the line's process id to a rank
+  kLocalRankSingleNode,  // the local rank, on a job that runs on one node
+  kProgressBehind,       // the only rank whose progress stopped first
+  kOnlyRankNamed,        // a process line (host:pid) in a log that names one rank only
 };
 const char* rank_source_name(RankSource s);
 
 struct Evidence {
-  std::string source;     // the source's name
-  uint64_t line = 0;      // 1-based
+  std::string source;  // the source's name
+  uint64_t line = 0;   // 1-based
   std::optional<int> rank;
   std::string node;
-  std::string time;       // as written in the log
-  std::string time_iso;   // the same in ISO 8601 (2025-04-08T08:39:46.114109), when the log gives the year
+  std::string time;      // as written in the log
+  std::string time_iso;  // the same in ISO 8601 (2025-04-08T08:39:46.114109), when the log gives the year
   std::string text;
 };
 
 // A collective that timed out: which one, since when, who waited and who never came.
 struct Hang {
-  std::string op;                  // "ALLREDUCE"
-  long long seq = -1;              // the collective's sequence number
+  std::string op;      // "ALLREDUCE"
+  long long seq = -1;  // the collective's sequence number
   long long timeout_ms = 0;
-  std::string started;             // timeout time minus the timeout, when times are known
-  std::vector<int> timed_out;      // ranks whose watchdog fired
-  std::vector<int> suspects;       // ranks that never entered it (or never timed out)
+  std::string started;         // timeout time minus the timeout, when times are known
+  std::vector<int> timed_out;  // ranks whose watchdog fired
+  std::vector<int> suspects;   // ranks that never entered it (or never timed out)
   std::string reasoning;
 };
 
@@ -73,17 +75,17 @@ struct ContextLine {
 };
 
 struct Finding {
-  std::string id;         // KB entry id, or "unrecognized.<ExceptionType>"
+  std::string id;  // KB entry id, or "unrecognized.<ExceptionType>"
   std::string title;
   std::string category;
-  std::string role;       // root, collateral, symptom, context
+  std::string role;  // root, collateral, symptom, context
   double confidence = 0;
   std::optional<int> rank;
   std::optional<int> local_rank;
   std::string node;
   std::optional<int> gpu;
   std::string time;
-  std::string time_iso;   // ISO 8601, when the log gives the year
+  std::string time_iso;            // ISO 8601, when the log gives the year
   std::vector<Evidence> evidence;  // evidence[0] is the decisive line
   std::string summary;
   std::string root_cause;
@@ -93,9 +95,9 @@ struct Finding {
   std::string exception_type;
   std::string rank_source;  // how the rank was found, in words ("log prefix", ...)
   RankSource rank_how = RankSource::kNone;
-  std::string node_source;  // how the node was found
-  std::string fingerprint;  // stable across ranks, times, addresses and sizes
-  std::optional<Hang> hang; // for hangs: the stuck collective
+  std::string node_source;   // how the node was found
+  std::string fingerprint;   // stable across ranks, times, addresses and sizes
+  std::optional<Hang> hang;  // for hangs: the stuck collective
   // The decisive line's traceback (outermost first; the innermost frames when it was
   // longer, traceback_dropped saying how many went), and its innermost frame in the user's
   // own code (not an installed package or the standard library: kb library_frames).
@@ -140,28 +142,18 @@ struct TimelineEntry {
   std::string text;
 };
 
-struct SourceSummary {
-  std::string name;
-  std::string encoding;
-  uint64_t bytes = 0;
-  uint64_t lines = 0;
-  uint64_t events = 0;
-  bool ok = true;
-  std::string error;
-  std::vector<int> ranks;  // ranks seen in the source's prefixes (capped)
-  std::map<int, std::string> rank_node;                   // rank -> node, as the log states it
-  std::map<std::pair<std::string, int>, int> pid_rank;    // (node, pid) -> rank
-};
-
+// What the scan says of one source (record/event.h: scan's SourceStats is one, with its
+// own counters besides).
+using SourceSummary = record::SourceSummary;
 
 // A trend read from a metric series: transient vs terminal, bounded vs unbounded ...
 struct Verdict {
-  std::string id;          // "loss-scale", "grad-norm", "non-finite", "loss-spike", "straggler", "stall", "throughput"
-  std::string verdict;     // "transient", "terminal", "stable", "bounded", "unbounded", "first", "spike", ...
+  std::string id;       // "loss-scale", "grad-norm", "non-finite", "loss-spike", "straggler", "stall", "throughput"
+  std::string verdict;  // "transient", "terminal", "stable", "bounded", "unbounded", "first", "spike", ...
   std::string metric;
   std::optional<double> step;
   std::optional<int> rank;
-  std::string summary;     // one line for the terminal
+  std::string summary;  // one line for the terminal
   std::vector<Evidence> evidence;
 };
 
@@ -171,7 +163,7 @@ struct MetricSummary {
   int ranks = 0;
   double min = 0, max = 0;
   double first_step = 0, first_value = 0, last_step = 0, last_value = 0;
-  std::optional<int> points_rank;              // the rank the points are from
+  std::optional<int> points_rank;                 // the rank the points are from
   std::vector<std::pair<double, double>> points;  // (step, value), downsampled
   // The same per rank, for plots that compare ranks (a straggler's step time): at most
   // kPlotRanks ranks, the lowest ones and the one with the highest value, ~60 points each.
@@ -186,45 +178,45 @@ struct MetricSummary {
 // One reason for the verdict: the rule that gave it, in words, with its evidence line
 // where there is one.
 struct Reason {
-  std::string rule;   // rules.h name, e.g. "verdict.healthy-completion"
+  std::string rule;  // rules.h name, e.g. "verdict.healthy-completion"
   std::string text;
   std::optional<Evidence> evidence;
 };
 
 // How far the run got, from its progress lines and completion lines.
 struct Progress {
-  int ranks = 0;                       // ranks (or streams) with progress lines
-  std::optional<double> last_step;     // the highest last step over them
-  std::optional<double> min_last_step; // the lowest last step (a rank that stopped first)
-  std::optional<double> total;         // the run's stated total ("step 16/80")
-  std::string last_time;               // time of the latest progress line, as written
-  std::optional<double> failed_at;     // the step at which the primary failed (its rank's last step)
-  bool completed = false;              // a completion line, or the final step reached
-  std::vector<Evidence> completion;    // the completion lines seen (a few)
+  int ranks = 0;                        // ranks (or streams) with progress lines
+  std::optional<double> last_step;      // the highest last step over them
+  std::optional<double> min_last_step;  // the lowest last step (a rank that stopped first)
+  std::optional<double> total;          // the run's stated total ("step 16/80")
+  std::string last_time;                // time of the latest progress line, as written
+  std::optional<double> failed_at;      // the step at which the primary failed (its rank's last step)
+  bool completed = false;               // a completion line, or the final step reached
+  std::vector<Evidence> completion;     // the completion lines seen (a few)
 };
 
 // An error the run recovered from: the same rank made progress after it.
 struct Recovery {
   std::string id;
   std::optional<int> rank;
-  double steps_after = 0;   // progress after the error, in steps
-  Evidence evidence;        // the error line
+  double steps_after = 0;  // progress after the error, in steps
+  Evidence evidence;       // the error line
 };
 
 struct Diagnosis {
   VerdictKind verdict = VerdictKind::kUnknown;
-  std::vector<Reason> reasons;       // why the verdict, best first
+  std::vector<Reason> reasons;  // why the verdict, best first
   std::optional<Finding> primary;
   std::vector<Collateral> collateral;
   std::vector<Hypothesis> hypotheses;
   std::vector<TimelineEntry> timeline;
-  std::vector<Finding> symptoms;     // warnings and symptoms seen (deduplicated by id)
-  std::vector<Verdict> verdicts;     // trends read from the numbers in the log
+  std::vector<Finding> symptoms;  // warnings and symptoms seen (deduplicated by id)
+  std::vector<Verdict> verdicts;  // trends read from the numbers in the log
   std::vector<MetricSummary> series;
   std::vector<SourceSummary> sources;
-  std::vector<Recovery> recovered;   // errors followed by progress on the same rank
+  std::vector<Recovery> recovered;  // errors followed by progress on the same rank
   Progress progress;
-  std::vector<std::string> errors;   // input problems (partial results)
+  std::vector<std::string> errors;  // input problems (partial results)
   std::vector<std::string> notes;
   uint64_t lines = 0;  // (after notes)
   uint64_t bytes = 0;

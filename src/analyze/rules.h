@@ -18,13 +18,13 @@ namespace ff::analyze {
 
 enum class Rule : uint8_t {
   // Incidents
-  kTeardownIsCollateral,   // a traceback ending in a teardown exception is collateral
-  kUnrecognisedCrash,      // a traceback no entry names is an unrecognised crash of its type
+  kTeardownIsCollateral,  // a traceback ending in a teardown exception is collateral
+  kUnrecognisedCrash,     // a traceback no entry names is an unrecognised crash of its type
   // Precedence and order
-  kPrecedence,             // hardware > root > weak > launcher summary > collateral
-  kControlNoise,           // lines a healthy control also prints are noise (diff)
-  kRecovered,              // an error followed by progress on the same rank is not the failure
-  kClockAlignment,         // node clocks aligned on the step lines before ordering
+  kPrecedence,      // hardware > root > weak > launcher summary > collateral
+  kControlNoise,    // lines a healthy control also prints are noise (diff)
+  kRecovered,       // an error followed by progress on the same rank is not the failure
+  kClockAlignment,  // node clocks aligned on the step lines before ordering
   // Rank attribution, in order; the first that names a rank wins
   kRankLauncherSameText,   // the launcher table row with the primary's error text
   kRankLauncherExclusion,  // the only failed rank in the table without a collateral error
@@ -36,8 +36,8 @@ enum class Rule : uint8_t {
   kRankOnlyRankNamed,      // a process's line in a log that names a single rank
   kNodeFromRank,           // the node from the rank -> node map the log states
   // Numbers
-  kSeriesConfirm,          // a terminal series confirms a numerical primary
-  kSeriesTerminalLossScale,// a collapsed loss scale is a failure without an error line
+  kSeriesConfirm,            // a terminal series confirms a numerical primary
+  kSeriesTerminalLossScale,  // a collapsed loss scale is a failure without an error line
   // Verdict
   kVerdictDegradedSymptoms,   // error-severity warnings while no failure: degraded
   kVerdictDegradedRecovered,  // errors recovered from more than once: degraded
@@ -52,8 +52,8 @@ enum class Rule : uint8_t {
 
 struct RuleInfo {
   Rule rule;
-  const char* name;   // stable, used by switches and in Reason::rule
-  const char* what;   // one line for `firstfault rules`
+  const char* name;  // stable, used by switches and in Reason::rule
+  const char* what;  // one line for `firstfault rules`
 };
 
 // Every rule, in the order diagnose() applies them.

@@ -60,6 +60,9 @@ const Series* main_series(const metrics::SeriesSet& set, metrics::MetricId id, i
 
 }  // namespace
 
+// Long because each verdict (loss scale, grad norm, non-finite, spike, straggler, stall,
+// throughput) is a short block over the same series and the same evidence helper, in the
+// order the report lists them; FIXME: one function per verdict would read better.
 std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases,
                                   const std::vector<SourceSummary>& sources, int64_t last_time_us,
                                   record::Clock last_time_clock) {
@@ -72,15 +75,18 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     const auto& pts = s->points;
     bool dropped = false, recovered = false;
     for (size_t i = 1; i < pts.size(); ++i) {
-      if (pts[i].value < pts[i - 1].value) dropped = true;
-      else if (dropped && pts[i].value > pts[i - 1].value) recovered = true;
+      if (pts[i].value < pts[i - 1].value)
+        dropped = true;
+      else if (dropped && pts[i].value > pts[i - 1].value)
+        recovered = true;
     }
     dropped = dropped || s->min < s->first.value;
     Verdict v;
     v.id = "loss-scale";
     v.metric = "loss_scale";
     if (rank >= 0) v.rank = rank;
-    bool at_floor = s->last.value <= 1.0 || (s->last.value == s->min && s->max / std::max(s->min, 1e-30) >= 256 && !recovered);
+    bool at_floor =
+        s->last.value <= 1.0 || (s->last.value == s->min && s->max / std::max(s->min, 1e-30) >= 256 && !recovered);
     // Already at the floor when the log starts (an excerpt of a run past its collapse):
     // the scale cannot drop further, and the grad norm or loss is non-finite on every
     // step shown to the end, so every step overflows and is skipped.
@@ -90,9 +96,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
       for (const char* m : {"grad_norm", "loss"}) {
         const Series* o = main_series(set, aliases.id(m), &r);
         if (o && o->has_nonfinite && !std::isfinite(o->last.value) && o->count >= 3 &&
-            std::none_of(o->points.begin(), o->points.end(), [&](const Point& p) {
-              return p.step >= o->first_nonfinite.step && std::isfinite(p.value);
-            })) {
+            std::none_of(o->points.begin(), o->points.end(),
+                         [&](const Point& p) { return p.step >= o->first_nonfinite.step && std::isfinite(p.value); })) {
           overflowing = o;
           break;
         }
@@ -101,10 +106,10 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     if (overflowing) {
       v.verdict = "terminal";
       v.step = overflowing->first_nonfinite.step;
-      v.summary = fmt::format("loss scale terminal: at its floor of {} with non-finite gradients on every step from {} "
-                              "to {}, the last logged",
-                              fmt_num(s->last.value), fmt_num(overflowing->first_nonfinite.step),
-                              fmt_num(overflowing->last.step));
+      v.summary = fmt::format(
+          "loss scale terminal: at its floor of {} with non-finite gradients on every step from {} "
+          "to {}, the last logged",
+          fmt_num(s->last.value), fmt_num(overflowing->first_nonfinite.step), fmt_num(overflowing->last.step));
       v.evidence.push_back(point_evidence(s->min_point, s->min_text, sources, rank));
     } else if (!dropped) {
       v.verdict = "stable";
@@ -134,7 +139,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
       if (!s.has_nonfinite) continue;
       const Point& p = s.first_nonfinite;
       if (!first || p.step < first->first_nonfinite.step ||
-          (p.step == first->first_nonfinite.step && p.line < first->first_nonfinite.line && p.source == first->first_nonfinite.source)) {
+          (p.step == first->first_nonfinite.step && p.line < first->first_nonfinite.line &&
+           p.source == first->first_nonfinite.source)) {
         first = &s;
         first_rank = key.second;
         first_id = key.first;
@@ -147,8 +153,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
       v.metric = aliases.name(first_id);
       v.step = first->first_nonfinite.step;
       if (first_rank >= 0) v.rank = first_rank;
-      v.summary = fmt::format("first non-finite value: {} = {} at step {}{}", v.metric, fmt_num(first->first_nonfinite.value),
-                              fmt_num(first->first_nonfinite.step),
+      v.summary = fmt::format("first non-finite value: {} = {} at step {}{}", v.metric,
+                              fmt_num(first->first_nonfinite.value), fmt_num(first->first_nonfinite.step),
                               first_rank >= 0 ? fmt::format(" on rank {}", first_rank) : "");
       v.evidence.push_back(point_evidence(first->first_nonfinite, first->nonfinite_text, sources, first_rank));
       out.push_back(std::move(v));
@@ -165,7 +171,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     v.metric = "grad_norm";
     if (rank >= 0) v.rank = rank;
     bool ends_nonfinite = !std::isfinite(s->last.value);
-    if ((std::isfinite(early) && std::isfinite(late) && early > 0 && late / early > 100) || (ends_nonfinite && s->max / std::max(early, 1e-30) > 100)) {
+    if ((std::isfinite(early) && std::isfinite(late) && early > 0 && late / early > 100) ||
+        (ends_nonfinite && s->max / std::max(early, 1e-30) > 100)) {
       v.verdict = "unbounded";
       v.step = s->max_point.step;
       v.summary = fmt::format("grad norm unbounded: from ~{} early to {} (max at step {}){}", fmt_num(early),
@@ -233,8 +240,10 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     for (const auto& [key, s] : set.all()) {
       if (key.first != aliases.id("loss") && key.first != aliases.id("step_time_ms")) continue;
       for (size_t i = 1; i < s.points.size(); ++i) {
-        if (s.points[i].time_us != INT64_MIN && s.points[i - 1].time_us != INT64_MIN && s.points[i].step > s.points[i - 1].step)
-          intervals.push_back(double(s.points[i].time_us - s.points[i - 1].time_us) / (s.points[i].step - s.points[i - 1].step));
+        if (s.points[i].time_us != INT64_MIN && s.points[i - 1].time_us != INT64_MIN &&
+            s.points[i].step > s.points[i - 1].step)
+          intervals.push_back(double(s.points[i].time_us - s.points[i - 1].time_us) /
+                              (s.points[i].step - s.points[i - 1].step));
       }
     }
     double typical = median(intervals);
@@ -246,8 +255,9 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
         v.id = "stall";
         v.verdict = "stalled";
         v.metric = "step";
-        v.summary = fmt::format("no progress for {:.0f} s at the end of the log ({:.0f}x the typical step interval of {:.2f} s)",
-                                gap / 1e6, gap / typical, typical / 1e6);
+        v.summary = fmt::format(
+            "no progress for {:.0f} s at the end of the log ({:.0f}x the typical step interval of {:.2f} s)", gap / 1e6,
+            gap / typical, typical / 1e6);
         out.push_back(std::move(v));
       }
     }
@@ -258,7 +268,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
     const Series* s = main_series(set, aliases.id(name), &rank);
     if (!s || s->points.size() < 10) continue;
     const auto& pts = s->points;
-    double early = median(finite_values(pts, 0, pts.size() / 2)), late = median(finite_values(pts, pts.size() * 4 / 5, pts.size()));
+    double early = median(finite_values(pts, 0, pts.size() / 2)),
+           late = median(finite_values(pts, pts.size() * 4 / 5, pts.size()));
     if (std::isfinite(early) && std::isfinite(late) && early > 0 && late < 0.6 * early) {
       // The first point of the low tail.
       double at = pts[pts.size() * 4 / 5].step;
@@ -274,7 +285,8 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
       v.metric = name;
       v.step = at;
       if (rank >= 0) v.rank = rank;
-      v.summary = fmt::format("{} dropped from ~{} to ~{} from step {}", name, fmt_num(early), fmt_num(late), fmt_num(at));
+      v.summary =
+          fmt::format("{} dropped from ~{} to ~{} from step {}", name, fmt_num(early), fmt_num(late), fmt_num(at));
       out.push_back(std::move(v));
     }
     break;

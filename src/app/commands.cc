@@ -88,9 +88,7 @@ Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors, KbField
 
 std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats) {
   std::vector<analyze::SourceSummary> out;
-  for (const auto& s : stats.sources) {
-    out.push_back({s.name, s.encoding, s.bytes, s.lines, s.events, s.ok, s.error, s.ranks, s.rank_node, s.pid_rank});
-  }
+  for (const auto& s : stats.sources) out.push_back(s);  // its SourceSummary part
   return out;
 }
 

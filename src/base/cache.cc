@@ -102,8 +102,8 @@ void prune_cache(const std::string& dir, const std::string& prefix, std::string_
     const int fd = open_cache_file(it->path().string(), &size);
     if (fd < 0) continue;
     std::string head(magic.size(), '\0');
-    const bool ours = size >= magic.size() && ::pread(fd, head.data(), head.size(), 0) == static_cast<ssize_t>(head.size()) &&
-                      head == magic;
+    const bool ours = size >= magic.size() &&
+                      ::pread(fd, head.data(), head.size(), 0) == static_cast<ssize_t>(head.size()) && head == magic;
     ::close(fd);
     if (ours) files.emplace_back(it->last_write_time(ec), it->path());
   }

@@ -46,7 +46,8 @@ TEST_F(CacheFiles, WrittenAtomicallyAndReadOnlyWhenRegular) {
   fs::create_symlink(path, dir_ / "link.bin");
   ASSERT_EQ(::mkfifo((dir_ / "fifo.bin").c_str(), 0600), 0);
   fs::create_directories(dir_ / "dir.bin");
-  for (const char* name : {"link.bin", "fifo.bin", "dir.bin", "missing.bin"}) EXPECT_LT(open_cache_file((dir_ / name).string(), &size), 0) << name;
+  for (const char* name : {"link.bin", "fifo.bin", "dir.bin", "missing.bin"})
+    EXPECT_LT(open_cache_file((dir_ / name).string(), &size), 0) << name;
   // Written over a link: the link is replaced, its target untouched.
   std::ofstream(dir_ / "target") << "keep";
   fs::create_symlink(dir_ / "target", dir_ / "over.bin");

@@ -44,8 +44,12 @@ TEST(EscapeForTerminal, EveryC0ControlButTabAndDelAreEscaped) {
 
 TEST(EscapeForTerminal, C1ControlsAndInvalidBytesAreEscaped) {
   // CSI as UTF-8 (U+009B) and as a raw byte; NEL (U+0085); the ends of the range.
-  EXPECT_EQ(escape_for_terminal("\xc2\x9b" "2J"), "\\u{9b}2J");
-  EXPECT_EQ(escape_for_terminal("\x9b" "2J"), "\\x9b2J");
+  EXPECT_EQ(escape_for_terminal("\xc2\x9b"
+                                "2J"),
+            "\\u{9b}2J");
+  EXPECT_EQ(escape_for_terminal("\x9b"
+                                "2J"),
+            "\\x9b2J");
   EXPECT_EQ(escape_for_terminal("\xc2\x80\xc2\x85\xc2\x9f"), "\\u{80}\\u{85}\\u{9f}");
   EXPECT_EQ(escape_for_terminal("\xc2\xa0"), "\xc2\xa0") << "U+00A0 is text";
   // Invalid: a lone continuation byte, overlong '/', a surrogate, a cut sequence, 0xFF.
@@ -60,9 +64,7 @@ TEST(EscapeForTerminal, C1ControlsAndInvalidBytesAreEscaped) {
     const auto c = static_cast<unsigned char>(got[i]);
     EXPECT_TRUE(c >= 0x20 || c == '\t') << "byte " << int(c) << " at " << i;
     EXPECT_NE(c, 0x7f);
-    if (c == 0xc2 && i + 1 < got.size()) {
-      EXPECT_GE(static_cast<unsigned char>(got[i + 1]), 0xa0);
-    }
+    if (c == 0xc2 && i + 1 < got.size()) { EXPECT_GE(static_cast<unsigned char>(got[i + 1]), 0xa0); }
   }
 }
 
@@ -77,8 +79,18 @@ TEST(ShellQuote, ShellReadsBackTheSameWordAndRunsNothing) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("ff-shell-quote-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string words[] = {"x'$(touch PWNED)'.log", "$(touch PWNED)", "`touch PWNED`", "'; touch PWNED; '",
-                               "a\nb\\'\"", "line\nbreak'$(touch PWNED)", "*", "~", "$HOME", "-n", "!x", "\x1b[2J"};
+  const std::string words[] = {"x'$(touch PWNED)'.log",
+                               "$(touch PWNED)",
+                               "`touch PWNED`",
+                               "'; touch PWNED; '",
+                               "a\nb\\'\"",
+                               "line\nbreak'$(touch PWNED)",
+                               "*",
+                               "~",
+                               "$HOME",
+                               "-n",
+                               "!x",
+                               "\x1b[2J"};
   for (const std::string& w : words) {
     const std::string cmd = "cd '" + dir.string() + "' && printf '%s' " + shell_quote(w);
     FILE* p = ::popen(cmd.c_str(), "r");

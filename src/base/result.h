@@ -18,11 +18,11 @@ enum class ErrorCode {
   kNotFound,
   kPermission,
   kIo,
-  kFormat,       // input that is not what it claims to be (bad gzip, binary file)
-  kTruncated,    // input that ends early (truncated archive)
-  kInvalidKb,    // a knowledge-base entry that does not validate
-  kInvalidArg,   // a user mistake on the command line
-  kLimit,        // a bound was hit (tar bomb, line too long)
+  kFormat,      // input that is not what it claims to be (bad gzip, binary file)
+  kTruncated,   // input that ends early (truncated archive)
+  kInvalidKb,   // a knowledge-base entry that does not validate
+  kInvalidArg,  // a user mistake on the command line
+  kLimit,       // a bound was hit (tar bomb, line too long)
   kInternal,
 };
 
@@ -31,8 +31,8 @@ const char* error_code_name(ErrorCode code);
 // Where an error happened: a file, and optionally a line and a field inside it.
 struct Location {
   std::string file;
-  int line = 0;        // 1-based, 0 when unknown
-  std::string field;   // e.g. "patterns[2].regex"
+  int line = 0;       // 1-based, 0 when unknown
+  std::string field;  // e.g. "patterns[2].regex"
 };
 
 struct Error {
@@ -47,8 +47,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}         // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -86,8 +86,8 @@ inline Error make_error(ErrorCode code, std::string message, Location where = {}
 
 #define FF_CONCAT_INNER(a, b) a##b
 #define FF_CONCAT(a, b) FF_CONCAT_INNER(a, b)
-#define FF_TRY_IMPL(tmp, decl, expr) \
-  auto tmp = (expr);                 \
+#define FF_TRY_IMPL(tmp, decl, expr)      \
+  auto tmp = (expr);                      \
   if (!tmp.ok()) return tmp.take_error(); \
   decl = std::move(tmp).value()
 // FF_TRY(auto x, f()): bind the value of f() or return its Error.

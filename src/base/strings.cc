@@ -62,16 +62,21 @@ std::string sanitize_utf8(std::string_view s) {
       ++i;
       continue;
     } else if ((c & 0xE0) == 0xC0) {
-      len = 2; cp = c & 0x1F;
+      len = 2;
+      cp = c & 0x1F;
     } else if ((c & 0xF0) == 0xE0) {
-      len = 3; cp = c & 0x0F;
+      len = 3;
+      cp = c & 0x0F;
     } else if ((c & 0xF8) == 0xF0) {
-      len = 4; cp = c & 0x07;
+      len = 4;
+      cp = c & 0x07;
     }
     bool valid = len > 0 && i + len <= s.size();
     for (size_t k = 1; valid && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) valid = false;
-      else cp = (cp << 6) | (p[i + k] & 0x3F);
+      if ((p[i + k] & 0xC0) != 0x80)
+        valid = false;
+      else
+        cp = (cp << 6) | (p[i + k] & 0x3F);
     }
     // Reject overlong encodings, surrogates and code points past U+10FFFF.
     if (valid) {

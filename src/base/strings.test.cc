@@ -17,7 +17,10 @@ TEST(Strings, TrimAndSplit) {
 
 TEST(Strings, SanitizeUtf8KeepsValidAndReplacesInvalid) {
   EXPECT_EQ(sanitize_utf8("plain é ✓"), "plain é ✓");
-  EXPECT_EQ(sanitize_utf8(std::string("a\xff" "b")), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(sanitize_utf8(std::string("a\xff"
+                                      "b")),
+            "a\xEF\xBF\xBD"
+            "b");
   // Overlong encoding of '/' must not pass as valid.
   EXPECT_EQ(sanitize_utf8(std::string("\xC0\xAF")), "\xEF\xBF\xBD\xEF\xBF\xBD");
   // Truncated multi-byte sequence at the end.

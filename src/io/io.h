@@ -76,10 +76,10 @@ class ByteSink {
 };
 
 struct ReadOptions {
-  size_t chunk_size = 1 << 20;                      // bytes per data() call at most
-  uint64_t max_total_bytes = 256ull << 30;          // decompressed bytes over all sources (tar/zip bombs)
-  uint64_t max_archive_members = 100000;            // members read from one archive
-  bool skip_binary = true;                          // skip sources whose first block is binary
+  size_t chunk_size = 1 << 20;              // bytes per data() call at most
+  uint64_t max_total_bytes = 256ull << 30;  // decompressed bytes over all sources (tar/zip bombs)
+  uint64_t max_archive_members = 100000;    // members read from one archive
+  bool skip_binary = true;                  // skip sources whose first block is binary
   // A plain regular file at least this large, not modified for map_quiet_seconds, goes to
   // a sink that accepts_mapped() as windows of a mapping (a file still being written is
   // read with read(): it is the one likely to be truncated, see MappedWindow).
@@ -93,14 +93,13 @@ struct ReadOptions {
 };
 
 struct InputReport {
-  int sources_read = 0;          // sources that delivered at least begin()/end()
-  uint64_t bytes_read = 0;       // decompressed bytes delivered to the sink
-  std::vector<Error> errors;     // one per problem, with the path in Error::where.file
+  int sources_read = 0;            // sources that delivered at least begin()/end()
+  uint64_t bytes_read = 0;         // decompressed bytes delivered to the sink
+  std::vector<Error> errors;       // one per problem, with the path in Error::where.file
   std::vector<std::string> notes;  // non-error remarks ("skipped binary file x.pt")
 };
 
-InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink,
-                        const ReadOptions& options = {});
+InputReport read_inputs(const std::vector<std::string>& inputs, ByteSink& sink, const ReadOptions& options = {});
 
 // Inputs that arrive while they are read (the files of an upload, each written into a
 // pipe as its bytes come): next() blocks until the next stream is there and hands over a

@@ -297,8 +297,7 @@ TEST_F(IoTest, GzipZstdXzBzip2GiveIdenticalBytes) {
   const std::string log = make_log(6000);
   write_file(path("log.txt"), log);
   in_dir("gzip -c log.txt > log.gz && zstd -q -c log.txt > log.zst && xz -c log.txt > log.xz");
-  std::vector<std::pair<std::string, std::string>> cases = {
-      {"log.gz", "gzip"}, {"log.zst", "zstd"}, {"log.xz", "xz"}};
+  std::vector<std::pair<std::string, std::string>> cases = {{"log.gz", "gzip"}, {"log.zst", "zstd"}, {"log.xz", "xz"}};
   if (have_tool("bzip2")) {
     in_dir("bzip2 -c log.txt > log.bz2");
     cases.emplace_back("log.bz2", "bzip2");
@@ -311,8 +310,8 @@ TEST_F(IoTest, GzipZstdXzBzip2GiveIdenticalBytes) {
     EXPECT_EQ(sink.sources[0].info.name, path(name));
     EXPECT_EQ(sink.sources[0].info.encoding, encoding);
     EXPECT_EQ(sink.sources[0].info.size_hint, fs::file_size(path(name))) << "compressed size";
-    EXPECT_TRUE(sink.sources[0].data == log) << name << " differs (" << sink.sources[0].data.size() << " vs "
-                                             << log.size() << " bytes)";
+    EXPECT_TRUE(sink.sources[0].data == log)
+        << name << " differs (" << sink.sources[0].data.size() << " vs " << log.size() << " bytes)";
     EXPECT_EQ(rep.bytes_read, log.size()) << name;
   }
 }
@@ -335,8 +334,9 @@ TEST_F(IoTest, ConcatenatedStreamsDecodeAsOne) {
   const std::string a = make_log(100, 1), b = make_log(80, 2);
   write_file(path("a"), a);
   write_file(path("b"), b);
-  in_dir("gzip -c a > ab.gz && gzip -c b >> ab.gz && zstd -q -c a > ab.zst && zstd -q -c b >> ab.zst"
-         " && xz -c a > ab.xz && xz -c b >> ab.xz");
+  in_dir(
+      "gzip -c a > ab.gz && gzip -c b >> ab.gz && zstd -q -c a > ab.zst && zstd -q -c b >> ab.zst"
+      " && xz -c a > ab.xz && xz -c b >> ab.xz");
   for (const char* name : {"ab.gz", "ab.zst", "ab.xz"}) {
     Collect sink;
     InputReport rep = read_inputs({path(name)}, sink);
@@ -651,7 +651,7 @@ TEST_F(IoTest, NestedDirectoriesDepthFirstByName) {
   InputReport rep = read_inputs({path("r")}, sink);
   EXPECT_TRUE(rep.errors.empty());
   EXPECT_EQ(sink.names(), (std::vector<std::string>{path("r/a/x.log"), path("r/a/y.log.gz"), path("r/a.log"),
-                                                     path("r/b.log"), path("r/c/d/e.log")}));
+                                                    path("r/b.log"), path("r/c/d/e.log")}));
   EXPECT_EQ(sink.sources[1].data, "y\n");
   EXPECT_EQ(sink.sources[1].info.encoding, "gzip");
 }
@@ -659,8 +659,8 @@ TEST_F(IoTest, NestedDirectoriesDepthFirstByName) {
 TEST_F(IoTest, SymlinkLoopsTerminateAndFileSymlinksAreFollowedWhenAsked) {
   write_file(path("r/sub/x.log"), "x\n");
   write_file(path("outside.log"), "outside\n");
-  fs::create_directory_symlink("..", path("r/sub/up"));    // loop back to r
-  fs::create_directory_symlink(".", path("r/self"));       // loop to itself
+  fs::create_directory_symlink("..", path("r/sub/up"));  // loop back to r
+  fs::create_directory_symlink(".", path("r/self"));     // loop to itself
   fs::create_symlink(path("outside.log"), path("r/link.log"));
   fs::create_symlink(path("nowhere"), path("r/dangling.log"));
   Collect sink;
@@ -893,8 +893,8 @@ TEST_F(IoTest, StreamsOfAFeedAreSourcesInOrderSniffedAndClosedWhenSkipped) {
   const std::string a = make_log(3000), b = make_log(500, 7);
   write_file(path("b"), b);
   in_dir("gzip -c b > b.gz");
-  PipeFeed feed({{"a.log", a}, {"b.log.gz", read_file(path("b.gz"))}, {"w.pt", random_bytes(1 << 20)},
-                 {"c.log", "last\n"}});
+  PipeFeed feed(
+      {{"a.log", a}, {"b.log.gz", read_file(path("b.gz"))}, {"w.pt", random_bytes(1 << 20)}, {"c.log", "last\n"}});
   Collect sink;
   InputReport rep = read_streams(feed, sink);
   EXPECT_EQ(sink.names(), (std::vector<std::string>{"a.log", "b.log.gz", "c.log"}));
@@ -951,7 +951,9 @@ TEST(Journal, JsonAndExportEntriesBecomeSyslogLines) {
 }
 
 TEST_F(IoTest, AJournalExportIsReadAsTextWhateverItsName) {
-  const std::string json = R"({"__REALTIME_TIMESTAMP":"1764500000000000","_HOSTNAME":"h1","SYSLOG_IDENTIFIER":"t","MESSAGE":"x"})" "\n";
+  const std::string json =
+      R"({"__REALTIME_TIMESTAMP":"1764500000000000","_HOSTNAME":"h1","SYSLOG_IDENTIFIER":"t","MESSAGE":"x"})"
+      "\n";
   write_file(path("journal.bin"), json);
   Collect sink;
   InputReport rep = read_inputs({path("journal.bin")}, sink);
@@ -1052,10 +1054,8 @@ TEST_F(IoTest, AFileThatShrinksWhileMappedIsReadNotFaulted) {
     std::string file;
     void data_mapped(std::string_view window, std::shared_ptr<const MappedWindow> keep) override {
       MappedCollect::data_mapped(window, std::move(keep));  // copies the bytes first
-      kept.clear();                                        // and unmaps them
-      if (windows == 1) {
-        ASSERT_EQ(::truncate(file.c_str(), 5 << 20), 0);
-      }
+      kept.clear();                                         // and unmaps them
+      if (windows == 1) { ASSERT_EQ(::truncate(file.c_str(), 5 << 20), 0); }
     }
   } sink;
   sink.file = path("rotating.log");
@@ -1124,9 +1124,7 @@ TEST_F(IoTest, ATruncatedFileUnderLiveMappingsDoesNotFault) {
     bool accepts_mapped() const override { return true; }
     void data_mapped(std::string_view window, std::shared_ptr<const MappedWindow> keep) override {
       windows.emplace_back(window, std::move(keep));
-      if (windows.size() == 1) {
-        ASSERT_EQ(::truncate(file.c_str(), 0), 0);
-      }
+      if (windows.size() == 1) { ASSERT_EQ(::truncate(file.c_str(), 0), 0); }
     }
   } sink;
   sink.file = path("rotated.log");
@@ -1147,7 +1145,7 @@ TEST_F(IoTest, ATruncatedFileUnderLiveMappingsDoesNotFault) {
   EXPECT_EQ(sink.sources[0].error->message, kShrankMessage);
   // A SIGBUS that is not about one of io's windows still kills, as before: io's handler
   // passes it on to the one it replaced, which is the default action, or AddressSanitizer's
-  // report (it installs its own handler before main) in the sanitized build.
+  // report (it installs its own handler before main) in the sanitised build.
 #if defined(__SANITIZE_ADDRESS__)
 #define FF_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -1173,9 +1171,7 @@ TEST_F(IoTest, AFileTruncatedWhileReadIsAnError) {
     std::string file;
     void data(std::string_view chunk) override {
       Collect::data(chunk);
-      if (sources.back().calls == 1) {
-        ASSERT_EQ(::truncate(file.c_str(), 0), 0);
-      }
+      if (sources.back().calls == 1) { ASSERT_EQ(::truncate(file.c_str(), 0), 0); }
     }
   } sink;
   sink.file = path("live.log");

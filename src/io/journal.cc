@@ -12,7 +12,6 @@ namespace {
 
 constexpr size_t kMaxEntry = 64u << 20;  // one entry, at most (a longer one is cut)
 
-
 // microseconds since the epoch -> 2026-12-02T03:40:00.123456+00:00 (rsyslog's RFC 3339 form)
 std::string iso_utc(std::string_view us_text) {
   uint64_t us = 0;
@@ -25,8 +24,8 @@ std::string iso_utc(std::string_view us_text) {
   std::tm tm{};
   if (::gmtime_r(&secs, &tm) == nullptr) return {};
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06u+00:00", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06u+00:00", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
   return buf;
 }
 
@@ -34,8 +33,8 @@ std::string iso_utc(std::string_view us_text) {
 std::string word(std::string_view s) {
   std::string out;
   for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                    c == '/' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '/' || c == '-';
     out += ok ? c : '_';
   }
   return out;
@@ -69,8 +68,12 @@ std::string text_of(const nlohmann::json& v) {
 
 // The journal fields a line is made of, and where each goes (both formats read these).
 const std::pair<std::string_view, std::string JournalDecoder::Fields::*> JournalDecoder::kFieldKeys[7] = {
-    {"__REALTIME_TIMESTAMP", &Fields::time_us}, {"_HOSTNAME", &Fields::host}, {"SYSLOG_IDENTIFIER", &Fields::identifier},
-    {"_SYSTEMD_UNIT", &Fields::unit},          {"_COMM", &Fields::comm},     {"_PID", &Fields::pid},
+    {"__REALTIME_TIMESTAMP", &Fields::time_us},
+    {"_HOSTNAME", &Fields::host},
+    {"SYSLOG_IDENTIFIER", &Fields::identifier},
+    {"_SYSTEMD_UNIT", &Fields::unit},
+    {"_COMM", &Fields::comm},
+    {"_PID", &Fields::pid},
     {"MESSAGE", &Fields::message}};
 
 JournalFormat detect_journal(std::string_view head) {
@@ -148,7 +151,8 @@ void JournalDecoder::export_entries(std::string& out, bool at_end) {
         key = line;
         if (in_.size() - (nl + 1) < 8) break;
         uint64_t len = 0;
-        for (int k = 7; k >= 0; --k) len = (len << 8) | static_cast<unsigned char>(in_[nl + 1 + static_cast<size_t>(k)]);
+        for (int k = 7; k >= 0; --k)
+          len = (len << 8) | static_cast<unsigned char>(in_[nl + 1 + static_cast<size_t>(k)]);
         if (len > kMaxEntry) {  // not an export stream after all: give up on the framing
           ++malformed_;
           p = nl + 1;

@@ -100,8 +100,8 @@ struct Database::Impl {
   // RE2 objects for captures, built on first use (most patterns never hit).
   mutable std::vector<std::unique_ptr<RE2>> re2s;
   mutable std::vector<std::once_flag> re2_once;
-  std::vector<uint32_t> index_to_id;       // dense index -> caller id
-  std::unique_ptr<RE2::Set> set;           // fallback: patterns not in the Vectorscan db
+  std::vector<uint32_t> index_to_id;  // dense index -> caller id
+  std::unique_ptr<RE2::Set> set;      // fallback: patterns not in the Vectorscan db
   std::vector<uint32_t> set_index_to_id;
   // Dense index -> Vectorscan has a relaxed form of the pattern (relax_negated_repeats),
   // so its hits are confirmed with RE2.
@@ -155,13 +155,13 @@ std::string cache_path(const CompileOptions& opt) {
   std::string hsv = hs_version();
   hsv = hsv.substr(0, hsv.find(' '));
   char name[128];
-  std::snprintf(name, sizeof(name), "patterns-%016llx-%s-hs%s.hsdb",
-                static_cast<unsigned long long>(opt.cache_key), kEngineVersion, hsv.c_str());
+  std::snprintf(name, sizeof(name), "patterns-%016llx-%s-hs%s.hsdb", static_cast<unsigned long long>(opt.cache_key),
+                kEngineVersion, hsv.c_str());
   return (std::filesystem::path(opt.cache_dir) / name).string();
 }
 
 // A cache file, mapped read-only for as long as it is read (a start-up path: reading it
-// into a zero-filled buffer cost more than deserializing it). Cache files are replaced by
+// into a zero-filled buffer cost more than deserialising it). Cache files are replaced by
 // rename, never rewritten in place, so the mapping cannot shrink under us.
 class MappedFile {
  public:
@@ -192,7 +192,7 @@ class MappedFile {
 };
 
 // Cache file layout: "FFHS", u32 pattern count, one byte per pattern (1 = served by
-// Vectorscan), then the serialized database.
+// Vectorscan), then the serialised database.
 hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
   const MappedFile file(cache_path(opt));
@@ -210,7 +210,7 @@ hs_database_t* load_cached(const CompileOptions& opt, std::vector<bool>& in_hs) 
   return db;
 }
 
-// Writes `header` and the serialized database to path, atomically (a fresh temporary
+// Writes `header` and the serialised database to path, atomically (a fresh temporary
 // file, then a rename: a reader never sees half a file, and no planted link is written
 // through; base/cache.h). A cache that cannot be written is left out (and said once).
 void write_cached_db(const std::string& dir, const std::string& path, const std::string& header, hs_database_t* db) {
@@ -232,7 +232,7 @@ void store_cached(const CompileOptions& opt, hs_database_t* db, const std::vecto
 }
 
 // The joined-lines database: its own cache file next to the main one, "FFHJ" + the
-// serialized database.
+// serialised database.
 hs_database_t* load_cached_joined_db(const CompileOptions& opt) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return nullptr;
   const MappedFile file(cache_path(opt) + ".joined");
@@ -294,7 +294,7 @@ hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<boo
     hs_database_t* probe = nullptr;
     hs_compile_error_t* err = nullptr;
     if (hs_compile(e.c_str(), HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &probe, &err) != HS_SUCCESS) {
-      rejected.push_back({specs[i].id, "vectorscan", err ? err->message : "compile failed"});
+      rejected.push_back({specs[i].id, Rejected::Backend::kVectorscan, err ? err->message : "compile failed"});
       hs_free_compile_error(err);
       continue;
     }
@@ -310,7 +310,8 @@ hs_database_t* compile_hs(const std::vector<PatternSpec>& specs, std::vector<boo
   hs_compile_error_t* err = nullptr;
   if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
                        nullptr, &db, &err) != HS_SUCCESS) {
-    rejected.push_back({0, "vectorscan", std::string("multi-pattern compile failed: ") + (err ? err->message : "")});
+    rejected.push_back(
+        {0, Rejected::Backend::kVectorscan, std::string("multi-pattern compile failed: ") + (err ? err->message : "")});
     hs_free_compile_error(err);
     in_hs.assign(specs.size(), false);
     return nullptr;
@@ -325,7 +326,8 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
                                                           const CompileOptions& options) {
   std::shared_ptr<Database> db(new Database());
   db->specs_ = patterns;
-  std::sort(db->specs_.begin(), db->specs_.end(), [](const PatternSpec& a, const PatternSpec& b) { return a.id < b.id; });
+  std::sort(db->specs_.begin(), db->specs_.end(),
+            [](const PatternSpec& a, const PatternSpec& b) { return a.id < b.id; });
   for (size_t i = 1; i < db->specs_.size(); ++i) {
     if (db->specs_[i].id == db->specs_[i - 1].id)
       return make_error(ErrorCode::kInternal, "duplicate pattern id " + std::to_string(db->specs_[i].id));
@@ -353,7 +355,8 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
     if (impl.hs) {
       db->backend_ = "vectorscan (cached)";
       for (size_t i = 0; i < db->specs_.size(); ++i) {
-        if (!in_hs[i]) db->rejected_.push_back({db->specs_[i].id, "vectorscan", "rejected (cached)"});
+        if (!in_hs[i])
+          db->rejected_.push_back({db->specs_[i].id, Rejected::Backend::kVectorscan, "rejected (cached)", true});
       }
     } else {
       impl.hs = compile_hs(db->specs_, in_hs, db->rejected_);
@@ -379,7 +382,7 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
     for (size_t i : rest) {
       std::string err;
       if (impl.set->Add(db->specs_[i].regex, &err) < 0) {
-        db->rejected_.push_back({db->specs_[i].id, "re2", err});
+        db->rejected_.push_back({db->specs_[i].id, Rejected::Backend::kRe2, err});
         continue;
       }
       impl.set_index_to_id.push_back(db->specs_[i].id);
@@ -395,15 +398,13 @@ bool Database::captures(uint32_t id, std::string_view line, std::map<std::string
                         std::pair<size_t, size_t>* span) const {
   size_t idx = impl_->index_of(id);
   if (idx == SIZE_MAX) return false;
-  std::call_once(impl_->re2_once[idx], [&] {
-    impl_->re2s[idx] = std::make_unique<RE2>(specs_[idx].regex, re2_options());
-  });
+  std::call_once(impl_->re2_once[idx],
+                 [&] { impl_->re2s[idx] = std::make_unique<RE2>(specs_[idx].regex, re2_options()); });
   const RE2& re = *impl_->re2s[idx];
   if (!re.ok()) return false;
   int n = re.NumberOfCapturingGroups();
   std::vector<re2::StringPiece> groups(static_cast<size_t>(n) + 1);
-  if (!re.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, groups.data(),
-                n + 1)) {
+  if (!re.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, groups.data(), n + 1)) {
     return false;
   }
   if (span) {
@@ -516,7 +517,8 @@ bool Scanner::candidate_lines(std::string_view text, const std::vector<uint32_t>
   if (state_->joined < 0 || text.size() > UINT32_MAX) return false;
   const size_t first = lines.size();
   JoinedCtx ctx{&line_ends, &lines};
-  hs_scan(db_.impl_->joined, text.data(), static_cast<unsigned>(text.size()), 0, state_->scratch, on_joined_match, &ctx);
+  hs_scan(db_.impl_->joined, text.data(), static_cast<unsigned>(text.size()), 0, state_->scratch, on_joined_match,
+          &ctx);
   std::sort(lines.begin() + static_cast<long>(first), lines.end());
   lines.erase(std::unique(lines.begin() + static_cast<long>(first), lines.end()), lines.end());
   return true;

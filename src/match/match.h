@@ -28,20 +28,26 @@
 namespace ff::match {
 
 struct PatternSpec {
-  uint32_t id = 0;      // the caller's id, reported back on hits
-  std::string regex;    // RE2 syntax (named groups allowed)
+  uint32_t id = 0;    // the caller's id, reported back on hits
+  std::string regex;  // RE2 syntax (named groups allowed)
 };
 
 struct CompileOptions {
-  std::string cache_dir;   // where to keep the serialized database; empty = no cache
+  std::string cache_dir;   // where to keep the serialised database; empty = no cache
   uint64_t cache_key = 0;  // content hash of the patterns' source (the KB hash)
   bool use_vectorscan = true;
 };
 
+// A pattern a backend would not compile (the other one serves it, if it can).
 struct Rejected {
+  enum class Backend : uint8_t { kVectorscan, kRe2 };
   uint32_t id;
-  std::string backend;
+  Backend backend;
   std::string message;
+  // Vectorscan's database came from the cache: the pattern was rejected, and reported,
+  // when the cache was written.
+  bool cached = false;
+  const char* backend_name() const { return backend == Backend::kVectorscan ? "vectorscan" : "re2"; }
 };
 
 class Database {

@@ -110,9 +110,7 @@ TEST(Match, LongNegatedClassSpansMatchAndAreConfirmed) {
   EXPECT_FALSE(relax_negated_repeats(same));
 }
 
-TEST(Match, VectorscanSyntax) {
-  EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)");
-}
+TEST(Match, VectorscanSyntax) { EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)"); }
 
 }  // namespace
 }  // namespace ff::match

@@ -3,9 +3,10 @@
 // parse_progress_line() reads the key/value numbers that training loops print on their
 // progress lines (plain "step 12 | loss 0.5 | lr 1e-4", HF Trainer dicts, DeepSpeed's
 // "step=10, skipped=0, lr=[...]", Megatron's column layout, tqdm postfixes) using a
-// hand-written tokenizer (no regex on the hot path) and an alias table that is KB data
+// hand-written tokeniser (no regex on the hot path) and an alias table that is KB data
 // (kb/formats/metrics.yaml). A SeriesSet keeps, per (metric, rank), summary statistics
-// and a bounded, evenly thinned list of points, so memory does not grow with the log.
+// and a bounded list of points on a step grid (its stride doubles as they fill up), so
+// memory does not grow with the log.
 //
 //   metrics::Aliases aliases = metrics::Aliases::from_kb(kb.metric_specs);
 //   metrics::ProgressLine p;
@@ -98,7 +99,7 @@ struct ProgressLine {
   bool has_step = false;
   double step = 0;
   std::vector<Sample> samples;  // without the step
-  uint32_t shape = 0;  // ProgressParser::known: the id of the kept shape the line has
+  uint32_t shape = 0;           // ProgressParser::known: the id of the kept shape the line has
 };
 
 // True when the line is a progress line: it has a step (step/iteration key) or a loss,
@@ -108,14 +109,14 @@ bool parse_progress_line(std::string_view message, const Aliases& aliases, Progr
 // parse_progress_line, with the same results, faster on the lines a training loop prints
 // over and over: it keeps the shapes of the last few progress lines (the text around
 // their numbers, and what each number was) and reads a line of a known shape by
-// comparing that text and reading its numbers, without the tokenizer. Not thread-safe:
+// comparing that text and reading its numbers, without the tokeniser. Not thread-safe:
 // one per thread.
 class ProgressParser {
  public:
   explicit ProgressParser(const Aliases& aliases) : a_(aliases) {}
   bool parse(std::string_view message, ProgressLine& out) { return known(message, out) || learn(message, out); }
   // The two halves of parse(): a line of a kept shape (cheap; a caller may try this
-  // before a costlier test of whether to try the tokenizer at all), then the tokenizer,
+  // before a costlier test of whether to try the tokeniser at all), then the tokeniser,
   // keeping the line's shape.
   bool known(std::string_view message, ProgressLine& out);
   bool learn(std::string_view message, ProgressLine& out);
@@ -147,8 +148,8 @@ class ProgressParser {
   const Aliases& a_;
   std::vector<Shape> shapes_;  // most used first
   uint32_t next_id_ = 1;
-  std::vector<size_t> starts_;                     // while building a shape: its numbers' starts
-  std::vector<std::pair<size_t, size_t>> looks_;   // and the bytes looked at around them
+  std::vector<size_t> starts_;                    // while building a shape: its numbers' starts
+  std::vector<std::pair<size_t, size_t>> looks_;  // and the bytes looked at around them
 };
 
 struct Point {
@@ -205,7 +206,7 @@ struct Series {
   Point min_point, max_point;  // where the first minimum / maximum was seen
   // The log text at those points (evidence for verdicts), capped.
   std::string nonfinite_text, min_text, max_text;
-  // Fewer than kMaxPoints points, evenly thinned by step: those whose step lies on the
+  // Fewer than kMaxPoints points, thinned on a step grid: those whose step lies on the
   // grid anchor + k * stride (on_step_grid), anchor being the first point's step. When the
   // points fill up, the stride doubles and the points off the new grid go, so the kept
   // points stay spread over the whole run and line up across ranks. (Steps that repeat so
@@ -235,8 +236,8 @@ class SeriesBatch {
   // texts it keeps (extremes, first non-finite value) instead of copying every line's.
   // With `grids` (the set's, read while it appends other batches), a sample off its
   // series' published grid is counted in the summary but not kept as a candidate point.
-  void add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us,
-           uint32_t text_ref, const StepGrids* grids = nullptr);
+  void add(int rank, const ProgressLine& line, uint32_t source, uint64_t line_no, int64_t time_us, uint32_t text_ref,
+           const StepGrids* grids = nullptr);
   bool empty() const { return used_ranks_ == 0; }
   void clear();  // keeps the storage for the next batch
   // The samples kept as candidate points (the rest were off their grid), for tests.
@@ -244,8 +245,8 @@ class SeriesBatch {
 
  private:
   friend class SeriesSet;
-  struct Line {  // one progress line
-    double step;      // valid when rel == 0
+  struct Line {   // one progress line
+    double step;  // valid when rel == 0
     uint64_t line_no;
     int64_t time_us;
     uint32_t source;
@@ -270,10 +271,10 @@ class SeriesBatch {
   };
   struct Rank {
     int rank = 0;
-    bool has_step = false;     // a line of the batch gave (or fixed) the step
-    double last_step = 0;      // valid when has_step
-    uint32_t rel = 0;          // step-less lines before has_step
-    uint32_t last_line = 0;    // its last progress line, index into lines_
+    bool has_step = false;                // a line of the batch gave (or fixed) the step
+    double last_step = 0;                 // valid when has_step
+    uint32_t rel = 0;                     // step-less lines before has_step
+    uint32_t last_line = 0;               // its last progress line, index into lines_
     std::vector<int32_t> part_of_metric;  // MetricId -> index into parts_, -1 if none
   };
   Rank& rank_slot(int rank);
@@ -292,8 +293,12 @@ class SeriesSet {
   SeriesSet() = default;
   // (A copy has no published grids: nothing is filtered for it until it appends.)
   SeriesSet(const SeriesSet& o)
-      : series_(o.series_), last_progress_(o.last_progress_), last_step_(o.last_step_), own_ranks_(o.own_ranks_),
-        other_seen_(o.other_seen_), other_ranks_(o.other_ranks_) {}
+      : series_(o.series_),
+        last_progress_(o.last_progress_),
+        last_step_(o.last_step_),
+        own_ranks_(o.own_ranks_),
+        other_seen_(o.other_seen_),
+        other_ranks_(o.other_ranks_) {}
   SeriesSet& operator=(const SeriesSet& o) {
     series_ = o.series_;
     last_progress_ = o.last_progress_;
@@ -347,8 +352,8 @@ class SeriesSet {
     double* last_step = nullptr;
   };
   std::unordered_map<int, RankRefs> refs_;
-  std::unordered_set<int> own_ranks_;   // the ranks with series of their own
-  std::vector<uint64_t> other_seen_;    // a bit per later rank seen (ranks below 2^27)
+  std::unordered_set<int> own_ranks_;  // the ranks with series of their own
+  std::vector<uint64_t> other_seen_;   // a bit per later rank seen (ranks below 2^27)
   uint64_t other_ranks_ = 0;
   RankRefs& refs_of(int rank);
   Series& series_of(RankRefs& refs, MetricId metric, int rank);

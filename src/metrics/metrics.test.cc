@@ -61,8 +61,9 @@ TEST(Progress, NumbersReadExactlyAsFromChars) {
 
 TEST(Progress, PlainPipeSeparated) {
   double step;
-  auto m = parse("train: epoch 0 step 12/60 | loss 0.9257 | grad_norm 0.703 | lr 9.990e-04 | loss_scale 65536 | 42.7 ms/step",
-                 &step);
+  auto m = parse(
+      "train: epoch 0 step 12/60 | loss 0.9257 | grad_norm 0.703 | lr 9.990e-04 | loss_scale 65536 | 42.7 ms/step",
+      &step);
   EXPECT_EQ(step, 12);
   EXPECT_DOUBLE_EQ(m["loss"], 0.9257);
   EXPECT_DOUBLE_EQ(m["grad_norm"], 0.703);
@@ -139,10 +140,10 @@ TEST(Progress, KeysAfterALoggerName) {
 }
 
 // ProgressParser (kept shapes, and a slot's last value reused when its text comes again)
-// against the tokenizer, its reference: streams of progress lines of several layouts whose
+// against the tokeniser, its reference: streams of progress lines of several layouts whose
 // numbers vary in length, sign, exponent and nan/inf, repeat now and then, and whose text
 // is sometimes changed by a byte.
-TEST(ProgressParser, ReadsLikeTheTokenizer) {
+TEST(ProgressParser, ReadsLikeTheTokeniser) {
   std::mt19937_64 rng(21);
   auto number = [&]() -> std::string {
     switch (rng() % 10) {
@@ -191,9 +192,7 @@ TEST(ProgressParser, ReadsLikeTheTokenizer) {
     ASSERT_EQ(g, w) << line;
     if (!w) continue;
     ASSERT_EQ(got.has_step, want.has_step) << line;
-    if (want.has_step) {
-      ASSERT_EQ(std::memcmp(&got.step, &want.step, sizeof(double)), 0) << line;
-    }
+    if (want.has_step) { ASSERT_EQ(std::memcmp(&got.step, &want.step, sizeof(double)), 0) << line; }
     ASSERT_EQ(got.samples.size(), want.samples.size()) << line;
     for (size_t k = 0; k < want.samples.size(); ++k) {
       ASSERT_EQ(got.samples[k].metric, want.samples[k].metric) << line;
@@ -222,7 +221,7 @@ TEST(ProgressParser, KnownShapesTellTheirText) {
   EXPECT_EQ(pp.shape_text(p.shape), "step  | loss  | Traceback: x");
   EXPECT_EQ(pp.shape_text(12345), "");
   // A word that starts like "inf" or "nan" before a number ("iter 7") does not keep the
-  // shape from being kept: the tokenizer looked only at "it" to tell it is no number.
+  // shape from being kept: the tokeniser looked only at "it" to tell it is no number.
   ASSERT_TRUE(pp.learn("iter 7 loss 1.5 x", p));
   EXPECT_TRUE(pp.known("iter 8 loss 1.25 x", p));
   ASSERT_TRUE(pp.learn("step 3 | loss nan | lr 0.1", p));
@@ -244,7 +243,6 @@ TEST(Progress, ConfigDumpsAndProseAreNotProgress) {
   parse("model: MLP with 20865 parameters", nullptr, false);
 }
 
-
 bool same_point(const Point& a, const Point& b) {
   return std::memcmp(&a.step, &b.step, sizeof(double)) == 0 && std::memcmp(&a.value, &b.value, sizeof(double)) == 0 &&
          a.source == b.source && a.line == b.line && a.time_us == b.time_us;
@@ -259,14 +257,17 @@ std::string set_diff(const SeriesSet& a, const SeriesSet& b) {
     std::string k = "metric " + std::to_string(ia->first.first) + " rank " + std::to_string(ia->first.second) + ": ";
     if (x.count != y.count) return k + "count";
     if (x.has_finite != y.has_finite || x.has_nonfinite != y.has_nonfinite) return k + "flags";
-    if (x.has_finite && (std::memcmp(&x.min, &y.min, 8) != 0 || std::memcmp(&x.max, &y.max, 8) != 0)) return k + "min/max";
+    if (x.has_finite && (std::memcmp(&x.min, &y.min, 8) != 0 || std::memcmp(&x.max, &y.max, 8) != 0))
+      return k + "min/max";
     if (!same_point(x.first, y.first) || !same_point(x.last, y.last)) return k + "first/last";
     if (x.has_finite && (!same_point(x.min_point, y.min_point) || !same_point(x.max_point, y.max_point)))
       return k + "min/max point";
     if (x.has_nonfinite && !same_point(x.first_nonfinite, y.first_nonfinite)) return k + "nonfinite";
-    if (x.min_text != y.min_text || x.max_text != y.max_text || x.nonfinite_text != y.nonfinite_text) return k + "texts";
+    if (x.min_text != y.min_text || x.max_text != y.max_text || x.nonfinite_text != y.nonfinite_text)
+      return k + "texts";
     if (x.stride != y.stride || std::memcmp(&x.anchor, &y.anchor, 8) != 0) return k + "thinning state";
-    if (x.points.size() != y.points.size()) return k + "points " + std::to_string(x.points.size()) + " vs " + std::to_string(y.points.size());
+    if (x.points.size() != y.points.size())
+      return k + "points " + std::to_string(x.points.size()) + " vs " + std::to_string(y.points.size());
     for (size_t i = 0; i < x.points.size(); ++i)
       if (!same_point(x.points[i], y.points[i])) return k + "point " + std::to_string(i);
   }
@@ -283,7 +284,7 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
     SeriesBatch batch;
     int nranks = trial % 5 == 1 ? 1 : 1 + static_cast<int>(rng() % 5);
     int nmetrics = trial % 5 == 1 ? 1 : 4;
-    size_t lines = 200 + rng() % (trial % 3 == 2 ? 40000 : 6000);  // some long enough to thin a lot
+    size_t lines = 200 + rng() % (trial % 3 == 2 ? 40000 : 6000);       // some long enough to thin a lot
     double step_frac = trial % 4 == 0 ? 0.0 : 0.5 + 0.5 * (rng() % 2);  // some runs never print a step
     uint64_t line_no = 0;
     std::vector<std::string> texts;
@@ -316,9 +317,7 @@ TEST(SeriesBatch, AppendingBatchesEqualsAddingLineByLine) {
     }
     std::string d = set_diff(one, batched);
     EXPECT_EQ(d, "") << "trial " << trial;
-    if (trial % 2 == 1) {
-      EXPECT_EQ(kept, offered);
-    }
+    if (trial % 2 == 1) { EXPECT_EQ(kept, offered); }
     // Long runs with a step on most lines thin a lot: most samples never reach append.
     if (trial % 2 == 0 && lines > 20000 && step_frac == 1.0 && trial % 3 != 0) {
       EXPECT_LT(kept * 4, offered) << trial;
@@ -381,7 +380,8 @@ TEST(Series, PointsLieOnAStepGridAndStayBounded) {
   }
   for (const Point& p : a.points) {
     if (p.step <= b.points.back().step && std::fmod(p.step, double(b.stride)) == 0) {
-      EXPECT_TRUE(std::any_of(b.points.begin(), b.points.end(), [&](const Point& q) { return q.step == p.step; })) << p.step;
+      EXPECT_TRUE(std::any_of(b.points.begin(), b.points.end(), [&](const Point& q) { return q.step == p.step; }))
+          << p.step;
     }
   }
   // A step that never moves, and steps that are not whole: still bounded.

@@ -4,9 +4,11 @@
 // of the text (leftmost-first, as RE2 and Perl choose among alternatives and repeats):
 // same match or no match, same length, same named captures. A matcher is only used for
 // the format id and regex it was written for; when kb/formats/prefixes.yaml changes a
-// regex, that format goes back to RE2 until its matcher is updated (record.test.cc
-// fails on the missing fast path, so it is noticed). record.test.cc runs every format's
-// samples and random prefixes through both and requires identical results.
+// regex (or adds a format), that format is matched by the program compiled from its
+// regex (prefix_program.h), which is a little slower, or by RE2 when the regex is outside
+// the programs' subset. The matchers are optional: a format needs none to be correct
+// and fast. record.test.cc runs every format's samples and random prefixes through the
+// matchers, the programs and RE2 and requires identical results.
 //
 // Internal to the record module. The matchers are inline: PrefixParser::parse calls them
 // through match_fast()'s switch, with no call per attempt. A matcher writes into m only
@@ -23,6 +25,23 @@ namespace ff::record::detail {
 
 using M = PrefixParser::FormatMatch;
 
+// The captures a format fills, in the order a match applies them: FormatMatch's member
+// and the regex's group name for each (RE2's named groups, the programs' too).
+enum CaptureField : uint8_t {
+  kRankField,
+  kLocalRankField,
+  kPidField,
+  kGpuField,
+  kNodeField,
+  kLevelField,
+  kTimeField,
+  kProgramField
+};
+inline constexpr int kCaptureFields = 8;
+inline constexpr std::string_view M::*kCaptureMembers[kCaptureFields] = {
+    &M::rank, &M::local_rank, &M::pid, &M::gpu, &M::node, &M::level, &M::time, &M::program};
+inline constexpr std::string_view kCaptureNames[kCaptureFields] = {"rank", "local_rank", "pid",  "gpu",
+                                                                   "node", "level",      "time", "program"};
 
 using M = PrefixParser::FormatMatch;
 inline constexpr size_t kNo = std::string_view::npos;
@@ -55,7 +74,9 @@ struct PaddedProbe {
 
 // s[i] == c, in bounds.
 template <class S>
-inline bool ch(const S& s, size_t i, char c) { return i < s.size() && s[i] == c; }
+inline bool ch(const S& s, size_t i, char c) {
+  return i < s.size() && s[i] == c;
+}
 // s has w at i (a byte loop: the words are short, a memcmp call costs more).
 template <class S>
 inline bool lit(const S& s, size_t i, std::string_view w) {
@@ -81,7 +102,9 @@ inline size_t run(const S& s, size_t i, P p) {
   return i;
 }
 template <class S>
-inline size_t run_digits(const S& s, size_t i) { return run(s, i, is_digit); }
+inline size_t run_digits(const S& s, size_t i) {
+  return run(s, i, is_digit);
+}
 // \d\d:\d\d:\d\d at i
 template <class S>
 inline bool hms_at(const S& s, size_t i) {
@@ -90,7 +113,8 @@ inline bool hms_at(const S& s, size_t i) {
 // (?:[.,]\d+)? at i (seps lists the allowed separators): the end of what it took.
 template <class S>
 inline size_t opt_fraction(const S& s, size_t i, bool comma_too) {
-  if (i + 1 < s.size() && (s[i] == '.' || (comma_too && s[i] == ',')) && is_digit(s[i + 1])) return run_digits(s, i + 1);
+  if (i + 1 < s.size() && (s[i] == '.' || (comma_too && s[i] == ',')) && is_digit(s[i + 1]))
+    return run_digits(s, i + 1);
   return i;
 }
 
@@ -128,7 +152,7 @@ inline bool torchrun_rank(const S& s, M& m) {
   return true;
 }
 
-// \((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\) 
+// \((?P<actor>[A-Za-z_][\w.]*) pid=(?P<pid>\d+)(?:, ip=(?P<node>[0-9a-fA-F.:]+))?\)
 template <class S>
 inline bool ray_actor(const S& s, M& m) {
   if (!ch(s, 0, '(') || s.size() < 2 || !(is_alpha(s[1]) || s[1] == '_')) return false;
@@ -151,7 +175,7 @@ inline bool ray_actor(const S& s, M& m) {
   return true;
 }
 
-// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] 
+// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP]
 template <class S>
 inline bool k8s_cri(const S& s, M& m) {
   if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) &&
@@ -175,7 +199,7 @@ inline bool k8s_cri(const S& s, M& m) {
   return true;
 }
 
-//  {0,4}(?P<rank>\d{1,5}): 
+//  {0,4}(?P<rank>\d{1,5}):
 template <class S>
 inline bool srun_label(const S& s, M& m) {
   size_t i = 0;
@@ -187,7 +211,7 @@ inline bool srun_label(const S& s, M& m) {
   return true;
 }
 
-// (?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*): 
+// (?P<node>[a-z][a-z0-9-]*[0-9][a-z0-9.-]*):
 // The run of [a-z0-9.-] must end at ": "; it matches when a digit comes before any '.'.
 template <class S>
 inline bool pdsh_host(const S& s, M& m) {
@@ -205,7 +229,7 @@ inline bool pdsh_host(const S& s, M& m) {
   return true;
 }
 
-// \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:? 
+// \[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)?:?
 // iso_time from its seconds on, the stamp starting at t0 (after the optional '['), its
 // first 17 bytes ("2026-11-30 10:20:") already checked. PrefixParser calls it directly for
 // a stamp in the minute of the last one it parsed.
@@ -298,13 +322,14 @@ inline bool python_logging_basic(const S& s, M& m) {
 
 inline bool path_char(char c) { return is_word(c) || c == '.' || c == '/' || c == '-'; }
 
-// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? [\w./-]+:\d+\] 
+// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? [\w./-]+:\d+\]
 template <class S>
 inline bool vllm(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !ch(s, w.size(), ' ')) continue;
     size_t t0 = w.size() + 1;
-    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '-') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') && hms_at(s, t0 + 6)))
+    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '-') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') &&
+          hms_at(s, t0 + 6)))
       continue;
     size_t t1 = t0 + 14;
     size_t i = opt_fraction(s, t1, false);
@@ -321,13 +346,14 @@ inline bool vllm(const S& s, M& m) {
   return false;
 }
 
-// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<time>\d\d/\d\d \d\d:\d\d:\d\d) [\w.]+\]: 
+// (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<time>\d\d/\d\d \d\d:\d\d:\d\d) [\w.]+\]:
 template <class S>
 inline bool detectron2(const S& s, M& m) {
   for (std::string_view w : kLevels5) {
     if (!lit(s, 0, w) || !lit(s, w.size(), " [")) continue;
     size_t t0 = w.size() + 2;
-    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '/') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') && hms_at(s, t0 + 6)))
+    if (!(digits_n(s, t0, 2) && ch(s, t0 + 2, '/') && digits_n(s, t0 + 3, 2) && ch(s, t0 + 5, ' ') &&
+          hms_at(s, t0 + 6)))
       continue;
     size_t t1 = t0 + 14;
     if (!ch(s, t1, ' ')) continue;
@@ -369,7 +395,7 @@ inline bool glog(const S& s, M& m) {
   return true;
 }
 
-// \[(?P<level>[IWEF]) [\w./-]+:\d+\] 
+// \[(?P<level>[IWEF]) [\w./-]+:\d+\]
 template <class S>
 inline bool c10_bracket(const S& s, M& m) {
   if (!ch(s, 0, '[') || s.size() < 2 || !glog_level(s[1]) || !ch(s, 2, ' ')) return false;
@@ -382,7 +408,7 @@ inline bool c10_bracket(const S& s, M& m) {
   return true;
 }
 
-// \[ *(?P<time>\d+\.\d+)\] 
+// \[ *(?P<time>\d+\.\d+)\]
 template <class S>
 inline bool dmesg(const S& s, M& m) {
   if (!ch(s, 0, '[')) return false;
@@ -396,123 +422,13 @@ inline bool dmesg(const S& s, M& m) {
   return true;
 }
 
-// (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) at i: syslog's host and tag,
-// after its time (RFC 3164, and rsyslog's file formats). Fills m and returns true when
-// it matches.
-template <class S>
-inline bool syslog_host_tag(const S& s, size_t i, M& m) {
-  size_t n1 = run(s, i, [](char c) { return is_word(c) || c == '.' || c == '-'; });
-  if (n1 == i || !ch(s, n1, ' ')) return false;
-  size_t p1 = run(s, n1 + 1, path_char);
-  if (p1 == n1 + 1) return false;
-  if (ch(s, p1, '[')) {
-    size_t d = run_digits(s, p1 + 1);
-    if (d > p1 + 1 && ch(s, d, ']')) {
-      // "tag[pid]: ", or "tag[pid] " as rsyslog writes a tag it got from RFC 5424
-      size_t e = ch(s, d + 1, ':') && ch(s, d + 2, ' ') ? d + 3 : ch(s, d + 1, ' ') ? d + 2 : kNo;
-      if (e != kNo) {
-        m.node = s.substr(i, n1 - i);
-        m.program = s.substr(n1 + 1, p1 - n1 - 1);
-        m.pid = s.substr(p1 + 1, d - p1 - 1);
-        m.length = e;
-        return true;
-      }
-    }
-  }
-  if (!lit(s, p1, ": ")) return false;
-  m.node = s.substr(i, n1 - i);
-  m.program = s.substr(n1 + 1, p1 - n1 - 1);
-  m.length = p1 + 2;
-  return true;
-}
+}  // namespace ff::record::detail
 
-// (?P<time>[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
-template <class S>
-inline bool syslog(const S& s, M& m) {
-  if (s.size() < 16 || !is_upper(s[0]) || !is_lower(s[1]) || !is_lower(s[2]) || s[3] != ' ' ||
-      !(s[4] == ' ' || (s[4] >= '0' && s[4] <= '3')) || !is_digit(s[5]) || s[6] != ' ' || !hms_at(s, 7) || s[15] != ' ')
-    return false;
-  if (!syslog_host_tag(s, 16, m)) return false;
-  m.time = s.substr(0, 15);
-  return true;
-}
+#include "record/prefix_fast.syslog.h"  // IWYU pragma: export
 
-// \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) at i: where it ends, or kNo.
-template <class S>
-inline size_t iso_t_zone(const S& s, size_t i) {
-  if (!(digits_n(s, i, 4) && ch(s, i + 4, '-') && digits_n(s, i + 5, 2) && ch(s, i + 7, '-') && digits_n(s, i + 8, 2) &&
-        ch(s, i + 10, 'T') && hms_at(s, i + 11)))
-    return kNo;
-  size_t j = opt_fraction(s, i + 19, false);
-  if (ch(s, j, 'Z')) return j + 1;
-  if ((ch(s, j, '+') || ch(s, j, '-')) && digits_n(s, j + 1, 2) && ch(s, j + 3, ':') && digits_n(s, j + 4, 2)) return j + 6;
-  return kNo;
-}
+namespace ff::record::detail {
 
-// (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d) (?P<node>[\w.-]+) (?P<program>[\w./-]+)(?:\[(?P<pid>\d+)\]:?|:) 
-template <class S>
-inline bool syslog_iso(const S& s, M& m) {
-  if (!(digits_n(s, 0, 4) && ch(s, 4, '-') && digits_n(s, 5, 2) && ch(s, 7, '-') && digits_n(s, 8, 2) && ch(s, 10, 'T') &&
-        hms_at(s, 11) && ch(s, 19, '.') && digits_n(s, 20, 6) && (ch(s, 26, '+') || ch(s, 26, '-')) &&
-        digits_n(s, 27, 2) && ch(s, 29, ':') && digits_n(s, 30, 2)))
-    return false;
-  const size_t t1 = 32;
-  if (!ch(s, t1, ' ') || !syslog_host_tag(s, t1 + 1, m)) return false;
-  m.time = s.substr(0, t1);
-  return true;
-}
-
-// RFC 5424: (?:<\d{1,3}>)?\d{1,3} (?P<time>ISO) (?P<node>[\w.-]+) (?P<program>[\w./-]+) (?:(?P<pid>\d+)|-) [\w./-]+ (?:-|(?:\[[^\]]*\])+) 
-template <class S>
-inline bool syslog_5424(const S& s, M& m) {
-  size_t i = 0;
-  if (ch(s, 0, '<')) {
-    const size_t d = run_digits(s, 1);
-    if (d == 1 || d - 1 > 3 || !ch(s, d, '>')) return false;
-    i = d + 1;
-  }
-  // The version (1 today) as \d{1,3}: a matcher blind to which digit, for the memo.
-  const size_t v = run_digits(s, i);
-  if (v == i || v - i > 3 || !ch(s, v, ' ')) return false;
-  const size_t t0 = v + 1, t1 = iso_t_zone(s, t0);
-  if (t1 == kNo || !ch(s, t1, ' ')) return false;
-  const size_t n0 = t1 + 1, n1 = run(s, n0, [](char c) { return is_word(c) || c == '.' || c == '-'; });
-  if (n1 == n0 || !ch(s, n1, ' ')) return false;
-  const size_t a0 = n1 + 1, a1 = run(s, a0, path_char);
-  if (a1 == a0 || !ch(s, a1, ' ')) return false;
-  const size_t p0 = a1 + 1;
-  size_t p1 = run_digits(s, p0);
-  const bool has_pid = p1 > p0;
-  if (!has_pid) {
-    if (!ch(s, p0, '-')) return false;
-    p1 = p0 + 1;
-  }
-  if (!ch(s, p1, ' ')) return false;
-  const size_t g0 = p1 + 1, g1 = run(s, g0, path_char);
-  if (g1 == g0 || !ch(s, g1, ' ')) return false;
-  size_t j = g1 + 1;
-  if (ch(s, j, '-')) {
-    j += 1;
-  } else {
-    if (!ch(s, j, '[')) return false;
-    while (ch(s, j, '[')) {
-      size_t k = j + 1;
-      // [^\]]*: a cleaned line holds no NUL, and the probe reads NUL past the text's end.
-      while (k < s.size() && s[k] != ']' && s[k] != '\0') ++k;
-      if (!ch(s, k, ']')) return false;
-      j = k + 1;
-    }
-  }
-  if (!ch(s, j, ' ')) return false;
-  m.time = s.substr(t0, t1 - t0);
-  m.node = s.substr(n0, n1 - n0);
-  m.program = s.substr(a0, a1 - a0);
-  if (has_pid) m.pid = s.substr(p0, p1 - p0);
-  m.length = j + 1;
-  return true;
-}
-
-// \[(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\]:? 
+// \[(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\]:?
 template <class S>
 inline bool bracket_time(const S& s, M& m) {
   if (!ch(s, 0, '[') || !hms_at(s, 1)) return false;
@@ -547,7 +463,7 @@ inline bool rank_tag(const S& s, M& m) {
   return true;
 }
 
-// (?P<node>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] 
+// (?P<node>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\]
 template <class S>
 inline bool nccl_line(const S& s, M& m) {
   size_t k = run(s, 0, [](char c) { return is_word(c) || c == '.' || c == '-'; });
@@ -565,7 +481,7 @@ inline bool nccl_line(const S& s, M& m) {
   return true;
 }
 
-// \[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\] 
+// \[pod/(?P<node>[a-z0-9][a-z0-9.-]*)/[a-z0-9-]*\]
 // Neither class holds '/' or ']', so each run has one way to end.
 template <class S>
 inline bool kubectl_prefix(const S& s, M& m) {

@@ -41,11 +41,11 @@ enum class Clock : uint8_t {
 };
 
 struct RawLine {
-  std::string_view bytes;   // without the '\n'; valid during the callback only
-  uint64_t number = 0;      // 1-based line number in the source
-  uint64_t offset = 0;      // byte offset of the line start in the source
-  bool cut = false;         // longer than the limit: only the first part is here
-  bool plain = false;       // known to hold nothing clean_line changes (no CR, ESC or NUL)
+  std::string_view bytes;  // without the '\n'; valid during the callback only
+  uint64_t number = 0;     // 1-based line number in the source
+  uint64_t offset = 0;     // byte offset of the line start in the source
+  bool cut = false;        // longer than the limit: only the first part is here
+  bool plain = false;      // known to hold nothing clean_line changes (no CR, ESC or NUL)
 };
 
 // Line ends: '\n' (and "\r\n"; clean_line drops the '\r'). A '\r' inside a
@@ -64,8 +64,7 @@ class LineFramer {
   uint64_t cut_lines() const { return cut_lines_; }
 
  private:
-  void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line,
-            bool plain = false);
+  void emit(std::string_view bytes, bool cut, const std::function<void(const RawLine&)>& on_line, bool plain = false);
   void keep(std::string_view piece);
   void feed_cr(std::string_view chunk, const std::function<void(const RawLine&)>& on_line);
   void switch_to_cr(const std::function<void(const RawLine&)>& on_line);
@@ -76,8 +75,8 @@ class LineFramer {
   std::string pending_;
   bool pending_cut_ = false;
   uint64_t number_ = 0;
-  uint64_t offset_ = 0;       // offset of the next byte to arrive
-  uint64_t line_start_ = 0;   // offset where the pending line started
+  uint64_t offset_ = 0;      // offset of the next byte to arrive
+  uint64_t line_start_ = 0;  // offset where the pending line started
   uint64_t cut_lines_ = 0;
 };
 
@@ -110,7 +109,7 @@ struct Origin {
   int64_t time_us = kNoTime;
   Clock clock = Clock::kNone;
   bool time_subsecond = false;
-  char level = 0;            // 'D', 'I', 'W', 'E', 'F' or 0
+  char level = 0;  // 'D', 'I', 'W', 'E', 'F' or 0
 };
 
 // One line's parse. The same fields as Origin, but every text is a view (into the line,
@@ -121,13 +120,13 @@ struct Record {
   int pid = -1;
   int gpu = -1;
   std::string_view node;
-  std::string_view program;    // the program that wrote the line, as syslog names it (its tag)
+  std::string_view program;  // the program that wrote the line, as syslog names it (its tag)
   int64_t time_us = kNoTime;
   Clock clock = Clock::kNone;
   bool time_subsecond = false;
   char level = 0;
-  std::string_view text;       // the cleaned line
-  std::string_view message;    // the text after the peeled prefixes
+  std::string_view text;     // the cleaned line
+  std::string_view message;  // the text after the peeled prefixes
   std::string_view time_text;
   std::string_view prefix_id;  // the first prefix format that matched (for stats)
 
@@ -135,17 +134,24 @@ struct Record {
   void to_origin(Origin& o) const;
 };
 
-// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. Each of
-// them also has a hand-written matcher (record/prefix_fast.h), used only when the
-// format's id and regex are exactly the ones it was written for, and checked against RE2
-// by record.test.cc on every sample and on random prefixes. A first-byte table (from
-// RE2's PossibleMatchRange) and a second-byte filter skip the formats that cannot start
-// there. A per-thread memo keeps how the formats went on the last few line shapes (which
-// failed, having read which bytes; which matched) and replays it on a line whose bytes
-// there differ only in digits: only the matching formats run again.
+// The formats stay data (kb/formats/prefixes.yaml) and RE2 is their reference. A format's
+// regex in the subset prefix formats are written in compiles to a program for a small
+// backtracking matcher (record/prefix_program.h), so a format added in YAML alone has a
+// fast path; the most frequent formats also have a hand-written matcher
+// (record/prefix_fast.h), faster still, used only when the format's id and regex are
+// exactly the ones it was written for. record.test.cc checks both against RE2 on every
+// sample and on random prefixes. A first-byte table (from RE2's PossibleMatchRange) and a
+// second-byte filter skip the formats that cannot start there. A per-thread memo keeps
+// how the formats went on the last few line shapes (which failed, having read which
+// bytes: a hand-written matcher or a program can say; a format only RE2 can match turns
+// the memo off on the lines it is tried on) and replays it on a line whose bytes there
+// differ only in digits: only the matching formats run again.
 class PrefixParser {
  public:
-  enum class Matchers : uint8_t { kFast, kRegexOnly };
+  // kFast: each format's hand-written matcher, else its program (prefix_program.h), else
+  // RE2; kCompiled: the programs (for tests: every format's program against RE2);
+  // kRegexOnly: RE2 alone, without the memo (the reference).
+  enum class Matchers : uint8_t { kFast, kCompiled, kRegexOnly };
   static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats,
                                                       Matchers matchers = Matchers::kFast);
   ~PrefixParser();
@@ -157,12 +163,14 @@ class PrefixParser {
   // One format tried at the start of a text, for tests and benchmarks.
   struct FormatMatch {
     bool matched = false;
-    size_t length = 0;  // bytes matched
+    size_t length = 0;                                                        // bytes matched
     std::string_view rank, local_rank, pid, gpu, node, level, time, program;  // empty when absent
   };
   size_t format_count() const;
   const kb::PrefixFormat& format(size_t i) const;
   bool has_fast_matcher(size_t i) const;
+  // Whether format i's regex compiled to a program (prefix_program.h).
+  bool has_program(size_t i) const;
   FormatMatch match_format(size_t i, std::string_view text, Matchers matchers) const;
 
  private:
@@ -197,14 +205,14 @@ struct Traceback {
   uint64_t last_line = 0;
   struct ExceptionLine {
     uint64_t line;
-    std::string type;      // "RuntimeError", "torch.OutOfMemoryError"
-    std::string message;   // text after "Type: "
-    std::string text;      // the whole line as cleaned (without prefixes)
-    bool chained_cause = false;  // followed by "During handling ..." / "The above exception ...":
-                                 // this exception caused the ones after it
-    std::string last_frame;      // path of the innermost "File" frame before this line
-    std::vector<Frame> frames;   // its frames, outermost first (the innermost kMaxFrames)
-    uint64_t frames_dropped = 0; // outer frames not kept
+    std::string type;             // "RuntimeError", "torch.OutOfMemoryError"
+    std::string message;          // text after "Type: "
+    std::string text;             // the whole line as cleaned (without prefixes)
+    bool chained_cause = false;   // followed by "During handling ..." / "The above exception ...":
+                                  // this exception caused the ones after it
+    std::string last_frame;       // path of the innermost "File" frame before this line
+    std::vector<Frame> frames;    // its frames, outermost first (the innermost kMaxFrames)
+    uint64_t frames_dropped = 0;  // outer frames not kept
   };
   std::vector<ExceptionLine> exceptions;  // in order; back() is the final one
 };
@@ -245,15 +253,15 @@ bool parse_exception_line(std::string_view text, std::string& type, std::string&
 // The torchrun (elastic) failure summary printed by the launcher after a ChildFailedError:
 // per failed rank the time, host, rank, exit code and the error text.
 struct LauncherFailure {
-  uint64_t line = 0;         // the "[N]:" line
+  uint64_t line = 0;  // the "[N]:" line
   int rank = -1;
   int local_rank = -1;
   std::string host;
   std::string time_text;
   int exitcode = 0;
   int pid = -1;
-  bool root_cause = false;   // listed under "Root Cause (first observed failure)"
-  std::string error;         // the last error line ("RuntimeError: ...", "Signal 9 (SIGKILL) ...")
+  bool root_cause = false;  // listed under "Root Cause (first observed failure)"
+  std::string error;        // the last error line ("RuntimeError: ...", "Signal 9 (SIGKILL) ...")
   uint64_t error_line = 0;
 };
 
@@ -272,7 +280,7 @@ class LauncherSummaryTracker {
 
  private:
   void close_entry();
-  int rules_ = 0;             // "=====" lines seen since the header
+  int rules_ = 0;  // "=====" lines seen since the header
   bool active_ = false;
   bool in_root_cause_ = false;
   std::optional<LauncherFailure> cur_;

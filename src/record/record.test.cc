@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace ff::record {
@@ -53,20 +57,14 @@ TEST(LineFramer, PlainLinesNeedNoCleaning) {
       ASSERT_LT(n, want.size());
       EXPECT_EQ(l.bytes, want[n]);
       if (l.plain) ++plain;
-      if (l.plain) {
-        EXPECT_FALSE(needs_cleaning(l.bytes)) << n;
-      }
-      if (whole) {
-        EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n;
-      }
+      if (l.plain) { EXPECT_FALSE(needs_cleaning(l.bytes)) << n; }
+      if (whole) { EXPECT_EQ(l.plain, !needs_cleaning(l.bytes)) << n; }
       ++n;
     };
     for (size_t at = 0; at < log.size(); at += piece) f.feed(std::string_view(log).substr(at, piece), cb);
     f.finish(cb);
     EXPECT_EQ(n, want.size());
-    if (piece != 37) {
-      EXPECT_GT(plain, want.size() / 3);
-    }
+    if (piece != 37) { EXPECT_GT(plain, want.size() / 3); }
   }
 }
 
@@ -233,12 +231,8 @@ TEST(TracebackJoiner, ChainedAndOriginalTraceback) {
 TEST(TracebackJoiner, MultiLineMessageAndIndentedSummaryTraceback) {
   TracebackJoiner j;
   std::vector<std::string> lines = {
-      "  traceback : Traceback (most recent call last):",
-      "    File \"x.py\", line 1, in f",
-      "      g()",
-      "  RuntimeError: Error(s) in loading state_dict for MLP:",
-      "  \tsize mismatch for body.0.weight",
-      "[3]:",
+      "  traceback : Traceback (most recent call last):",        "    File \"x.py\", line 1, in f",     "      g()",
+      "  RuntimeError: Error(s) in loading state_dict for MLP:", "  \tsize mismatch for body.0.weight", "[3]:",
   };
   std::optional<Traceback> tb;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -400,7 +394,8 @@ Span span_in(std::string_view whole, std::string_view part) {
 std::string match_diff(std::string_view text, const PrefixParser::FormatMatch& a, const PrefixParser::FormatMatch& b) {
   std::string d;
   auto cmp = [&](const char* name, std::string_view x, std::string_view y) {
-    if (!(span_in(text, x) == span_in(text, y))) d += std::string(" ") + name + ": '" + std::string(x) + "' vs '" + std::string(y) + "'";
+    if (!(span_in(text, x) == span_in(text, y)))
+      d += std::string(" ") + name + ": '" + std::string(x) + "' vs '" + std::string(y) + "'";
   };
   if (a.matched != b.matched) return a.matched ? " fast matches, RE2 does not" : " RE2 matches, fast does not";
   if (!a.matched) return "";
@@ -437,10 +432,15 @@ class FastPrefixes : public ::testing::Test {
   void SetUp() override {
     kb::LoadResult r = kb::load(kb::embedded_files());
     formats_ = r.kb.prefixes;
+    make_parsers();
+  }
+  void make_parsers() {
     auto f = PrefixParser::create(formats_, PrefixParser::Matchers::kFast);
+    auto c = PrefixParser::create(formats_, PrefixParser::Matchers::kCompiled);
     auto re = PrefixParser::create(formats_, PrefixParser::Matchers::kRegexOnly);
-    ASSERT_TRUE(f.ok() && re.ok());
+    ASSERT_TRUE(f.ok() && c.ok() && re.ok());
     fast_ = std::move(f.value());
+    compiled_ = std::move(c.value());
     regex_ = std::move(re.value());
   }
   // Every format at the start of text, and the whole parse, both ways.
@@ -450,6 +450,11 @@ class FastPrefixes : public ::testing::Test {
       auto b = fast_->match_format(i, text, PrefixParser::Matchers::kRegexOnly);
       std::string d = match_diff(text, a, b);
       if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << fast_->format(i).id << " on '" << text << "':" << d;
+      // The program compiled from the regex (every format's, hand-written matcher or not).
+      auto p = fast_->match_format(i, text, PrefixParser::Matchers::kCompiled);
+      d = match_diff(text, p, b);
+      if (!d.empty() && ++failures_ <= 20)
+        ADD_FAILURE() << fast_->format(i).id << "'s program on '" << text << "':" << d;
       // The two-byte filter never turns away a text the format matches.
       auto kind = detail::fast_kind_for(fast_->format(i).id, fast_->format(i).regex);
       if (b.matched && text.size() >= 2 && kind != detail::FastKind::kNone &&
@@ -457,27 +462,42 @@ class FastPrefixes : public ::testing::Test {
           ++failures_ <= 20)
         ADD_FAILURE() << fast_->format(i).id << " matches '" << text << "' but may_start2 says no";
     }
-    Record a, b;
+    Record a, b, c;
     fast_->parse(text, a);
     regex_->parse(text, b);
+    compiled_->parse(text, c);
     std::string d = record_diff(a, b);
     if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << "parse of '" << text << "' differs:" << d;
+    d = record_diff(c, b);
+    if (!d.empty() && ++failures_ <= 20) ADD_FAILURE() << "parse of '" << text << "' with the programs differs:" << d;
+    if (yaml_) {
+      // The formats of a KB directory that renamed every built-in one: the same record,
+      // under the new names.
+      Record y;
+      yaml_->parse(text, y);
+      const std::string want = a.prefix_id.empty() ? "" : std::string(a.prefix_id) + "-yaml";
+      y.prefix_id = y.prefix_id == want ? a.prefix_id : std::string_view("(other)");
+      d = record_diff(y, a);
+      if (!d.empty() && ++failures_ <= 20)
+        ADD_FAILURE() << "parse of '" << text << "' with the YAML-only formats differs:" << d;
+    }
     ++checked_;
   }
   std::vector<kb::PrefixFormat> formats_;
   // Streams of lines of one shape each (see LinesOfOneShapeParseLikeRe2).
   void shape_streams();
-  std::unique_ptr<PrefixParser> fast_, regex_;
+  std::unique_ptr<PrefixParser> fast_, compiled_, regex_, yaml_;
   std::vector<std::string> extra_bases_;
   int failures_ = 0;
   size_t checked_ = 0;
 };
 
-TEST_F(FastPrefixes, EveryEmbeddedFormatHasItsFastMatcher) {
-  // A format whose regex changed falls back to RE2 (still correct, slower): update its
-  // matcher in record/prefix_fast.cc, then this passes again.
+TEST_F(FastPrefixes, EveryEmbeddedFormatCompilesToAProgram) {
+  // A format needs no hand-written matcher (prefix_fast.h): its regex compiles to a
+  // program (prefix_program.h), which keeps the memo on for the lines it is tried on. A
+  // regex outside the programs' subset would still be correct (RE2), but slower.
   for (size_t i = 0; i < fast_->format_count(); ++i)
-    EXPECT_TRUE(fast_->has_fast_matcher(i)) << fast_->format(i).id << " has no fast matcher";
+    EXPECT_TRUE(fast_->has_program(i)) << fast_->format(i).id << "'s regex is outside the programs' subset";
 }
 
 TEST_F(FastPrefixes, SamplesAndTheirSuffixesMatchLikeRe2) {
@@ -492,17 +512,107 @@ TEST_F(FastPrefixes, SamplesAndTheirSuffixesMatchLikeRe2) {
 
 TEST_F(FastPrefixes, RandomPrefixesMatchLikeRe2) {
   // Pieces the formats are made of, glued at random, plus mutated samples.
-  const std::vector<std::string> pieces = {
-      "[", "]", "(", ")", ":", ": ", " ", "  ", "     ", "|", " | ", ",", ".", "-", "/", "_", "<", ">", "=",
-      "0", "3", "12", "123456", "2026", "11", "30", "-11-30", "10:20:42", ",398", ".123456", "T", "Z", "+05:30",
-      "-0800", "+05", "rank", "Rank", "default", "trainer", "INFO", "WARNING", "WARN", "WARNINGS", "ERROR", "DEBUG",
-      "CRITICAL", "FATAL", "I", "W", "E", "F", "E1120", "1120", "stdout", "stderr", "stdou", "F ", "P ", "pid=",
-      "[pod/", "pod/", "] ", "worker-0", "a.b",
-      ", ip=", "10.0.0.1", "::1", "LLMRayActor", "node-1", "worker-1", "a1.b", "a.1", "host", "Oct", " 4", "Nov",
-      "kernel", "[123]", "ProcessGroupNCCL.cpp:1234", "file.py", ":497", "NCCL", "x", "\t", "\xff", "\xc3\xa9",
-      "[rank3]:", "[default0]:", "2026-11-30 10:20:42,398 ", "INFO ", "[rank3] ", "3: ", "[1,2]<stdout>:",
-      "06-30 06:10:12", "02/10 22:55:41", "[74785.660366] ", "[01:17:10.938]: ", "kp-ddp-worker-0:3468:3905 [4] ",
-      "__main__", "torch.distributed", "d2.engine"};
+  const std::vector<std::string> pieces = {"[",
+                                           "]",
+                                           "(",
+                                           ")",
+                                           ":",
+                                           ": ",
+                                           " ",
+                                           "  ",
+                                           "     ",
+                                           "|",
+                                           " | ",
+                                           ",",
+                                           ".",
+                                           "-",
+                                           "/",
+                                           "_",
+                                           "<",
+                                           ">",
+                                           "=",
+                                           "0",
+                                           "3",
+                                           "12",
+                                           "123456",
+                                           "2026",
+                                           "11",
+                                           "30",
+                                           "-11-30",
+                                           "10:20:42",
+                                           ",398",
+                                           ".123456",
+                                           "T",
+                                           "Z",
+                                           "+05:30",
+                                           "-0800",
+                                           "+05",
+                                           "rank",
+                                           "Rank",
+                                           "default",
+                                           "trainer",
+                                           "INFO",
+                                           "WARNING",
+                                           "WARN",
+                                           "WARNINGS",
+                                           "ERROR",
+                                           "DEBUG",
+                                           "CRITICAL",
+                                           "FATAL",
+                                           "I",
+                                           "W",
+                                           "E",
+                                           "F",
+                                           "E1120",
+                                           "1120",
+                                           "stdout",
+                                           "stderr",
+                                           "stdou",
+                                           "F ",
+                                           "P ",
+                                           "pid=",
+                                           "[pod/",
+                                           "pod/",
+                                           "] ",
+                                           "worker-0",
+                                           "a.b",
+                                           ", ip=",
+                                           "10.0.0.1",
+                                           "::1",
+                                           "LLMRayActor",
+                                           "node-1",
+                                           "worker-1",
+                                           "a1.b",
+                                           "a.1",
+                                           "host",
+                                           "Oct",
+                                           " 4",
+                                           "Nov",
+                                           "kernel",
+                                           "[123]",
+                                           "ProcessGroupNCCL.cpp:1234",
+                                           "file.py",
+                                           ":497",
+                                           "NCCL",
+                                           "x",
+                                           "\t",
+                                           "\xff",
+                                           "\xc3\xa9",
+                                           "[rank3]:",
+                                           "[default0]:",
+                                           "2026-11-30 10:20:42,398 ",
+                                           "INFO ",
+                                           "[rank3] ",
+                                           "3: ",
+                                           "[1,2]<stdout>:",
+                                           "06-30 06:10:12",
+                                           "02/10 22:55:41",
+                                           "[74785.660366] ",
+                                           "[01:17:10.938]: ",
+                                           "kp-ddp-worker-0:3468:3905 [4] ",
+                                           "__main__",
+                                           "torch.distributed",
+                                           "d2.engine"};
   std::mt19937 rng(12345);
   std::vector<std::string> seeds;
   for (const auto& f : formats_) seeds.insert(seeds.end(), f.samples.begin(), f.samples.end());
@@ -538,9 +648,10 @@ TEST_F(FastPrefixes, LinesOfOneShapeParseLikeRe2) {
   EXPECT_EQ(failures_, 0);
 }
 
-TEST_F(FastPrefixes, LinesOfOneShapeParseLikeRe2WithAFormatOnlyRe2Serves) {
-  // A format without a hand-written matcher (a KB edit) may tell digits apart: the memo
-  // then replays round by round and runs such winners again.
+TEST_F(FastPrefixes, LinesOfOneShapeParseLikeRe2WithFormatsOfAKbEdit) {
+  // Formats without a hand-written matcher (a KB edit): programs that tell digits apart
+  // (the memo then replays round by round and runs such winners again), and one only
+  // RE2 can match (the memo is off on the lines it is tried on).
   kb::PrefixFormat extra;
   extra.id = "custom-worker";
   extra.regex = R"(w(?P<rank>[0-4]\d?)> )";
@@ -551,13 +662,59 @@ TEST_F(FastPrefixes, LinesOfOneShapeParseLikeRe2WithAFormatOnlyRe2Serves) {
   tag.id = "custom-tag";
   tag.regex = R"((?P<rank>[5-9]\d*)@ )";
   formats_.push_back(tag);
-  auto f = PrefixParser::create(formats_, PrefixParser::Matchers::kFast);
-  auto re = PrefixParser::create(formats_, PrefixParser::Matchers::kRegexOnly);
-  ASSERT_TRUE(f.ok() && re.ok());
-  fast_ = std::move(f.value());
-  regex_ = std::move(re.value());
-  extra_bases_ = {"w3> [rank3]:2026-11-30 10:20:42,398 INFO step 1", "w41> w5> INFO x", "[default3]:w27> 2026-11-30 10:20:42,398 x",
-                  "12@ INFO x", "[rank3]:33@ 2026-11-30 10:20:42,398 y"};
+  kb::PrefixFormat word;
+  word.id = "custom-job";
+  word.regex = R"((?i)job(?P<rank>\d+)% )";
+  formats_.insert(formats_.begin() + 1, word);
+  make_parsers();
+  EXPECT_FALSE(fast_->has_program(1));
+  extra_bases_ = {"w3> [rank3]:2026-11-30 10:20:42,398 INFO step 1",
+                  "w41> w5> INFO x",
+                  "[default3]:w27> 2026-11-30 10:20:42,398 x",
+                  "12@ INFO x",
+                  "[rank3]:33@ 2026-11-30 10:20:42,398 y",
+                  "JOB3% [rank3]:2026-11-30 10:20:42,398 INFO x",
+                  "[rank12]:job12% INFO step 7"};
+  shape_streams();
+  EXPECT_EQ(failures_, 0);
+}
+
+TEST_F(FastPrefixes, FormatsWrittenOnlyInYamlParseAsTheBuiltInOnes) {
+  // Issue 23: a format added in kb/formats/prefixes.yaml alone, with no C++. A temporary
+  // KB directory holds the embedded KB with every prefix format renamed (id + "-yaml"),
+  // so none of them has its hand-written matcher: each runs as its program, with the
+  // memo on, and every line must parse as with the built-in formats.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ff-yaml-formats-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const kb::File& f : kb::embedded_files()) {
+    std::string content = f.content;
+    if (f.path == "formats/prefixes.yaml") {
+      for (const auto& p : formats_) {
+        const std::string from = "  - id: " + p.id + "\n", to = "  - id: " + p.id + "-yaml\n";
+        const size_t at = content.find(from);
+        ASSERT_NE(at, std::string::npos) << p.id;
+        content.replace(at, from.size(), to);
+      }
+    }
+    fs::create_directories((dir / f.path).parent_path());
+    std::ofstream(dir / f.path, std::ios::binary) << content;
+  }
+  kb::LoadResult r = kb::load({}, {dir.string()});
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front().to_string();
+  ASSERT_EQ(r.kb.prefixes.size(), formats_.size());
+  auto y = PrefixParser::create(r.kb.prefixes, PrefixParser::Matchers::kFast);
+  ASSERT_TRUE(y.ok());
+  yaml_ = std::move(y.value());
+  for (size_t i = 0; i < yaml_->format_count(); ++i) {
+    EXPECT_EQ(yaml_->format(i).id, formats_[i].id + "-yaml");
+    EXPECT_FALSE(yaml_->has_fast_matcher(i));
+    EXPECT_TRUE(yaml_->has_program(i));
+  }
+  for (const auto& f : formats_) {
+    for (const auto& s : f.samples) check(s);
+  }
   shape_streams();
   EXPECT_EQ(failures_, 0);
 }
@@ -589,7 +746,9 @@ void FastPrefixes::shape_streams() {
       if (ch >= '0' && ch <= '9' && rng() % 2) ch = static_cast<char>('0' + rng() % 10);
     }
     switch (rng() % 12) {
-      case 0: if (!t.empty()) t.erase(rng() % t.size(), 1); break;
+      case 0:
+        if (!t.empty()) t.erase(rng() % t.size(), 1);
+        break;
       case 1: t.insert(rng() % (t.size() + 1), 1, static_cast<char>('0' + rng() % 10)); break;
       case 2: t.insert(rng() % (t.size() + 1), 1, "[] :|x3"[rng() % 7]); break;
       case 3: t = t.substr(0, rng() % (t.size() + 1)); break;

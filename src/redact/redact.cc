@@ -43,10 +43,13 @@ bool in_set(std::string_view set, char c) {
 bool host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
 
 bool is_number(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-bool contains(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 }  // namespace
 
@@ -88,11 +91,13 @@ Result<Redactor> Redactor::create(const Rules& rules) {
     o.set_log_errors(false);
     c.re = std::make_unique<re2::RE2>(rule.regex, o);
     if (!c.re->ok())
-      return make_error(ErrorCode::kInvalidKb, "redaction rule '" + rule.kind + "': " + c.re->error(), {"", 0, "regex"});
+      return make_error(ErrorCode::kInvalidKb, "redaction rule '" + rule.kind + "': " + c.re->error(),
+                        {"", 0, "regex"});
     auto groups = c.re->NamedCapturingGroups();
     if (auto it = groups.find("secret"); it != groups.end()) c.secret_group = it->second;
     if (rule.replace == Replace::kPseudonym && rule.pseudonym.empty())
-      return make_error(ErrorCode::kInvalidKb, "redaction rule '" + rule.kind + "': replace: pseudonym needs a pseudonym");
+      return make_error(ErrorCode::kInvalidKb,
+                        "redaction rule '" + rule.kind + "': replace: pseudonym needs a pseudonym");
     if (rule.kind == "host" && !host_seen) {
       host_seen = true;
       r.host_pseudonym_ = rule.pseudonym;
@@ -135,18 +140,21 @@ bool Redactor::accept(const Compiled& c, std::string_view text, size_t m_begin, 
   if (m_begin > 0 && in_set(rule.not_after, text[m_begin - 1])) return false;
   if (m_end < text.size() && in_set(rule.not_before, text[m_end])) return false;
   if (value.size() < rule.min_length) return false;
-  if (rule.needs_digit && std::none_of(value.begin(), value.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+  if (rule.needs_digit &&
+      std::none_of(value.begin(), value.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
     return false;
   if (keep_.count(value) || given_.count(value)) return false;
   if (rule.kind == "user" && keep_users_.count(value)) return false;
   if (rule.check == "ipv4") {
     // 1.2.3.4.5 is a version, not an address.
-    if (m_end + 1 < text.size() && text[m_end] == '.' && std::isdigit(static_cast<unsigned char>(text[m_end + 1]))) return false;
+    if (m_end + 1 < text.size() && text[m_end] == '.' && std::isdigit(static_cast<unsigned char>(text[m_end + 1])))
+      return false;
   } else if (rule.check == "hostname") {
     std::string name = lower(value);
     size_t labels = 1 + static_cast<size_t>(std::count(name.begin(), name.end(), '.'));
     std::string_view last = std::string_view(name).substr(name.rfind('.') + 1);
-    bool ok = (labels >= 2 && contains(data_.private_suffixes, last)) || (labels >= 3 && contains(data_.public_suffixes, last));
+    bool ok = (labels >= 2 && contains(data_.private_suffixes, last)) ||
+              (labels >= 3 && contains(data_.public_suffixes, last));
     if (!ok) return false;
     for (const auto& d : data_.public_domains) {
       if (name == d || (name.size() > d.size() && name.compare(name.size() - d.size(), d.size(), d) == 0 &&
@@ -205,10 +213,11 @@ std::string Redactor::apply(std::string_view text) {
     if (!hosts_re_) return;
     re2::StringPiece m;
     size_t pos = 0;
-    while (pos < text.size() &&
-           hosts_re_->Match(re2::StringPiece(text.data(), text.size()), pos, text.size(), re2::RE2::UNANCHORED, &m, 1)) {
+    while (pos < text.size() && hosts_re_->Match(re2::StringPiece(text.data(), text.size()), pos, text.size(),
+                                                 re2::RE2::UNANCHORED, &m, 1)) {
       size_t b = static_cast<size_t>(m.data() - text.data()), e = b + m.size();
-      bool word = (b == 0 || (!host_char(text[b - 1]) && text[b - 1] != '.')) && (e == text.size() || !host_char(text[e]));
+      bool word =
+          (b == 0 || (!host_char(text[b - 1]) && text[b - 1] != '.')) && (e == text.size() || !host_char(text[e]));
       if (word && free_at(b, e)) spans.push_back({b, e, rules_.size()});
       pos = word ? std::max(e, b + 1) : b + 1;
     }
@@ -220,8 +229,8 @@ std::string Redactor::apply(std::string_view text) {
     const int n = c.secret_group + 1;
     std::vector<re2::StringPiece> groups(static_cast<size_t>(n));
     size_t pos = 0;
-    while (pos <= text.size() &&
-           c.re->Match(re2::StringPiece(text.data(), text.size()), pos, text.size(), re2::RE2::UNANCHORED, groups.data(), n)) {
+    while (pos <= text.size() && c.re->Match(re2::StringPiece(text.data(), text.size()), pos, text.size(),
+                                             re2::RE2::UNANCHORED, groups.data(), n)) {
       size_t mb = static_cast<size_t>(groups[0].data() - text.data()), me = mb + groups[0].size();
       const re2::StringPiece& sec = groups[static_cast<size_t>(c.secret_group)];
       bool ok = sec.data() != nullptr;

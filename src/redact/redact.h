@@ -31,14 +31,14 @@ enum class Replace : uint8_t { kPlaceholder, kPseudonym };
 // One rule of kb/formats/secrets.yaml (the file's header says what each field means).
 struct Rule {
   std::string kind;
-  std::string regex;             // RE2; the group named `secret`, if any, is what is replaced
+  std::string regex;  // RE2; the group named `secret`, if any, is what is replaced
   Replace replace = Replace::kPlaceholder;
-  std::string pseudonym;         // kPseudonym: e.g. "node-{n:02}"
-  std::string not_after;         // characters the match may not follow ("alnum": letters, digits)
-  std::string not_before;        // characters the match may not be followed by
-  std::string check;             // "hostname", "ipv4" or empty
-  size_t min_length = 0;         // of the replaced part
-  bool needs_digit = false;      // the replaced part holds a digit
+  std::string pseudonym;              // kPseudonym: e.g. "node-{n:02}"
+  std::string not_after;              // characters the match may not follow ("alnum": letters, digits)
+  std::string not_before;             // characters the match may not be followed by
+  std::string check;                  // "hostname", "ipv4" or empty
+  size_t min_length = 0;              // of the replaced part
+  bool needs_digit = false;           // the replaced part holds a digit
   std::vector<std::string> examples;  // the replaced part between « and »
 };
 
@@ -82,7 +82,8 @@ class Redactor {
   struct Compiled;
   struct Span;
   Redactor();
-  bool accept(const Compiled& c, std::string_view text, size_t m_begin, size_t m_end, size_t s_begin, size_t s_end) const;
+  bool accept(const Compiled& c, std::string_view text, size_t m_begin, size_t m_end, size_t s_begin,
+              size_t s_end) const;
   std::string replacement(const Compiled& c, const std::string& kind, std::string_view value);
   void rebuild_hosts();
 

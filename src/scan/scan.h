@@ -37,7 +37,7 @@
 namespace ff::scan {
 
 struct EngineOptions {
-  std::string cache_dir;   // compiled-database cache; empty disables it
+  std::string cache_dir;  // compiled-database cache; empty disables it
   bool use_vectorscan = true;
 };
 
@@ -84,35 +84,28 @@ class CollectSink : public EventSink {
   std::vector<record::Event> events;
 };
 
-struct SourceStats {
-  std::string name;
-  std::string encoding;
-  uint64_t bytes = 0;
-  uint64_t lines = 0;
-  uint64_t lines_cut = 0;        // longer than the line limit
+// A source's statistics: what the analysis reads (record::SourceSummary: name, encoding,
+// bytes, lines, events, ok and error, the distinct ranks seen in line prefixes, sorted
+// and capped, and the identity facts the log states: rank -> node from a line with both,
+// (node, pid) -> rank from NCCL's "comm ... rank R" lines and lines with a rank prefix
+// and NCCL's host:pid), and the scan's own counters.
+struct SourceStats : record::SourceSummary {
+  uint64_t lines_cut = 0;  // longer than the line limit
   uint64_t lines_with_rank = 0;
   uint64_t lines_with_time = 0;
-  uint64_t events = 0;
-  uint64_t events_dropped = 0;   // over the per-pattern cap
-  bool ok = true;
-  std::string error;
-  std::vector<int> ranks;        // distinct ranks seen in line prefixes, sorted (capped)
-  // Identity facts the log states: rank -> node (a line with both), and (node, pid) ->
-  // rank (NCCL's "comm ... rank R" lines, lines with a rank prefix and NCCL's host:pid).
-  std::map<int, std::string> rank_node;
-  std::map<std::pair<std::string, int>, int> pid_rank;
+  uint64_t events_dropped = 0;  // over the per-pattern cap
   // Defaults for lines of this source, read from its name (kb/formats/sources.yaml):
   // a torchrun --log_dir path gives the local rank, "node-12.log" the node.
   record::Origin name_origin;
 };
 
 struct ScanOptions {
-  size_t max_line = 1 << 20;              // bytes of one line that are examined
-  uint64_t max_events_per_pattern = 2000; // per source; further hits are counted only
-  io::ReadOptions read;                   // scan_job's input limits (expansion, archive members)
+  size_t max_line = 1 << 20;               // bytes of one line that are examined
+  uint64_t max_events_per_pattern = 2000;  // per source; further hits are counted only
+  io::ReadOptions read;                    // scan_job's input limits (expansion, archive members)
   // Threads; 0: one per core. With 2 or more, one of them reads (and decompresses) and
   // scans too when the others fall behind; with 1, everything runs on the calling thread.
-  // The result is the same for every value: see "Threads" in scan.cc.
+  // The result is the same for every value: see "Threads" in scan_internal.h.
   unsigned threads = 0;
   // Bytes of lines per chunk, the unit of parallel work. Small values (tests) cross chunk
   // boundaries often; below 64 KiB the bytes are copied into chunks instead of read there.
@@ -138,7 +131,7 @@ struct JobStats {
   std::vector<std::string> notes;
   uint64_t bytes = 0;
   uint64_t lines = 0;
-  metrics::SeriesSet series;     // numbers from progress lines and metric captures
+  metrics::SeriesSet series;               // numbers from progress lines and metric captures
   int64_t last_time_us = record::kNoTime;  // the latest wall-clock time seen in the job
   record::Clock last_time_clock = record::Clock::kNone;
 };

@@ -14,6 +14,8 @@ bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c =
 
 }  // namespace
 
+// Long because it is one pass over the line with a branch per kind of variable part
+// (quoted values, paths, hex, numbers and sizes), in the order they must be tried.
 std::string mask(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -59,8 +61,10 @@ std::string mask(std::string_view s) {
       size_t j = i;
       bool digit = false, alpha = false;
       while (j < s.size() && is_hex(s[j])) {
-        if (std::isdigit(static_cast<unsigned char>(s[j]))) digit = true;
-        else alpha = true;
+        if (std::isdigit(static_cast<unsigned char>(s[j])))
+          digit = true;
+        else
+          alpha = true;
         ++j;
       }
       if (j - i >= 8 && digit && alpha && (j == s.size() || !is_word(s[j]))) {
@@ -72,10 +76,11 @@ std::string mask(std::string_view s) {
     // Numbers (with . : , - + e inside: versions, times, IPs, scientific).
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
-      while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == ':' ||
-                              ((s[j] == 'e' || s[j] == 'E') && j + 1 < s.size() &&
-                               (std::isdigit(static_cast<unsigned char>(s[j + 1])) || s[j + 1] == '-' || s[j + 1] == '+')) ||
-                              ((s[j] == '-' || s[j] == '+') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
+      while (j < s.size() &&
+             (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == ':' ||
+              ((s[j] == 'e' || s[j] == 'E') && j + 1 < s.size() &&
+               (std::isdigit(static_cast<unsigned char>(s[j + 1])) || s[j + 1] == '-' || s[j + 1] == '+')) ||
+              ((s[j] == '-' || s[j] == '+') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
         ++j;
       // Drop a '-' that belonged to the number ("-3").
       if (!out.empty() && out.back() == '-' && (out.size() == 1 || !is_word(out[out.size() - 2]))) out.pop_back();

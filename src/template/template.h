@@ -38,7 +38,7 @@ struct Where {
 
 struct Template {
   uint32_t id = 0;
-  std::string text;        // tokens joined by ' ', variable tokens as <*>/<N>/...
+  std::string text;  // tokens joined by ' ', variable tokens as <*>/<N>/...
   uint64_t count = 0;
   Where first;
   std::string first_text;  // the first line as written (capped)
@@ -47,9 +47,9 @@ struct Template {
 class TemplateMiner {
  public:
   struct Options {
-    double similarity = 0.6;    // share of equal tokens to join a template
+    double similarity = 0.6;  // share of equal tokens to join a template
     size_t max_templates = 20000;
-    size_t max_bucket = 64;     // templates compared per (length, first token) bucket
+    size_t max_bucket = 64;  // templates compared per (length, first token) bucket
   };
   TemplateMiner();
   explicit TemplateMiner(Options options);
@@ -63,7 +63,7 @@ class TemplateMiner {
  private:
   Options opt_;
   std::vector<Template> templates_;
-  std::vector<std::vector<std::string>> tokens_;  // per template
+  std::vector<std::vector<std::string>> tokens_;                    // per template
   std::unordered_map<std::string, std::vector<uint32_t>> buckets_;  // "len|first token" -> ids
   std::unordered_map<std::string, uint32_t> exact_;                 // masked line -> id (fast path)
   uint64_t lines_ = 0;

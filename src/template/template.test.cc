@@ -16,11 +16,14 @@ TEST(Mask, VariablePartsBecomePlaceholders) {
 }
 
 TEST(Fingerprint, SameFailureOtherRankTimeAndSizeIsTheSame) {
-  std::string a = fingerprint("pytorch.cuda.out-of-memory",
-                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB");
-  std::string b = fingerprint("pytorch.cuda.out-of-memory",
-                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.15 GiB");
-  std::string c = fingerprint("pytorch.cuda.illegal-memory-access", "RuntimeError: CUDA error: an illegal memory access was encountered");
+  std::string a = fingerprint(
+      "pytorch.cuda.out-of-memory",
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB");
+  std::string b = fingerprint(
+      "pytorch.cuda.out-of-memory",
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.15 GiB");
+  std::string c = fingerprint("pytorch.cuda.illegal-memory-access",
+                              "RuntimeError: CUDA error: an illegal memory access was encountered");
   EXPECT_EQ(a.size(), 16u);
   EXPECT_NE(a, c);
   EXPECT_EQ(a, b);  // rank, size and unit do not matter
@@ -53,7 +56,8 @@ TEST(Miner, BoundedMemory) {
   TemplateMiner::Options o;
   o.max_templates = 10;
   TemplateMiner m(o);
-  for (int i = 0; i < 100; ++i) m.add("unique" + std::string(1, char('a' + i % 26)) + std::string(1, char('a' + i / 26)) + " x", {0, uint64_t(i)});
+  for (int i = 0; i < 100; ++i)
+    m.add("unique" + std::string(1, char('a' + i % 26)) + std::string(1, char('a' + i / 26)) + " x", {0, uint64_t(i)});
   EXPECT_LE(m.templates().size(), 10u);
   EXPECT_GT(m.overflow(), 0u);
 }

@@ -44,20 +44,40 @@ class PromExporter : public Exporter {
   PromExporter() : registry_(std::make_shared<prometheus::Registry>()) {
     using prometheus::BuildCounter;
     using prometheus::BuildGauge;
-    findings_ = &BuildCounter().Name("firstfault_findings_total").Help("Findings said, by KB entry, category and severity").Register(*registry_);
-    verdict_ = &BuildGauge().Name("firstfault_verdict").Help("1 for the job's current verdict, 0 for the others").Register(*registry_);
-    last_step_ = &BuildGauge().Name("firstfault_last_step").Help("The last step of each rank's progress lines").Register(*registry_);
+    findings_ = &BuildCounter()
+                     .Name("firstfault_findings_total")
+                     .Help("Findings said, by KB entry, category and severity")
+                     .Register(*registry_);
+    verdict_ = &BuildGauge()
+                    .Name("firstfault_verdict")
+                    .Help("1 for the job's current verdict, 0 for the others")
+                    .Register(*registry_);
+    last_step_ = &BuildGauge()
+                      .Name("firstfault_last_step")
+                      .Help("The last step of each rank's progress lines")
+                      .Register(*registry_);
     loss_ = &BuildGauge().Name("firstfault_loss").Help("The last loss per rank").Register(*registry_);
-    loss_scale_ = &BuildGauge().Name("firstfault_loss_scale").Help("The last fp16 loss scale per rank").Register(*registry_);
-    grad_norm_ = &BuildGauge().Name("firstfault_grad_norm").Help("The last gradient norm per rank").Register(*registry_);
-    step_time_ = &BuildGauge().Name("firstfault_step_time_seconds").Help("The last step time per rank").Register(*registry_);
+    loss_scale_ =
+        &BuildGauge().Name("firstfault_loss_scale").Help("The last fp16 loss scale per rank").Register(*registry_);
+    grad_norm_ =
+        &BuildGauge().Name("firstfault_grad_norm").Help("The last gradient norm per rank").Register(*registry_);
+    step_time_ =
+        &BuildGauge().Name("firstfault_step_time_seconds").Help("The last step time per rank").Register(*registry_);
     auto& lines = BuildCounter().Name("firstfault_lines_read_total").Help("Log lines read").Register(*registry_);
     lines_ = &lines.Add({});
     auto& bytes = BuildCounter().Name("firstfault_bytes_read_total").Help("Log bytes read").Register(*registry_);
     bytes_ = &bytes.Add({});
     sources_ = &BuildGauge().Name("firstfault_sources").Help("Logs followed").Register(*registry_).Add({});
-    silent_ = &BuildGauge().Name("firstfault_seconds_since_progress").Help("Seconds since the last new step on any rank").Register(*registry_).Add({});
-    threshold_ = &BuildGauge().Name("firstfault_stall_threshold_seconds").Help("The silence that makes a stall (0: not learned yet)").Register(*registry_).Add({});
+    silent_ = &BuildGauge()
+                   .Name("firstfault_seconds_since_progress")
+                   .Help("Seconds since the last new step on any rank")
+                   .Register(*registry_)
+                   .Add({});
+    threshold_ = &BuildGauge()
+                      .Name("firstfault_stall_threshold_seconds")
+                      .Help("The silence that makes a stall (0: not learned yet)")
+                      .Register(*registry_)
+                      .Add({});
     stalled_ = &BuildGauge().Name("firstfault_stalled").Help("1 while the run is stalled").Register(*registry_).Add({});
     for (auto v : {analyze::VerdictKind::kFailed, analyze::VerdictKind::kDegraded, analyze::VerdictKind::kHealthy,
                    analyze::VerdictKind::kIncomplete, analyze::VerdictKind::kUnknown}) {
@@ -67,7 +87,8 @@ class PromExporter : public Exporter {
 
   bool listen(const std::string& host, const std::string& port, std::string& problem) {
     try {
-      exposer_ = std::make_unique<prometheus::Exposer>((host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port, 1);
+      exposer_ = std::make_unique<prometheus::Exposer>(
+          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port, 1);
       exposer_->RegisterCollectable(registry_);
     } catch (const std::exception& e) {
       problem = e.what();
@@ -98,10 +119,14 @@ class PromExporter : public Exporter {
       const std::string& name = aliases.name(key.first);
       prometheus::Family<prometheus::Gauge>* fam = nullptr;
       double scale = 1;
-      if (name == "loss") fam = loss_;
-      else if (name == "loss_scale") fam = loss_scale_;
-      else if (name == "grad_norm") fam = grad_norm_;
-      else if (name == "step_time_ms") fam = step_time_, scale = 1e-3;
+      if (name == "loss")
+        fam = loss_;
+      else if (name == "loss_scale")
+        fam = loss_scale_;
+      else if (name == "grad_norm")
+        fam = grad_norm_;
+      else if (name == "step_time_ms")
+        fam = step_time_, scale = 1e-3;
       if (fam && series.count > 0) gauge(*fam, key.second).Set(series.last.value * scale);
     }
     const double lines = static_cast<double>(s.live().lines()), bytes = static_cast<double>(s.live().bytes());
@@ -154,8 +179,9 @@ Result<std::unique_ptr<Exporter>> Exporter::create(const std::string& address) {
   std::string host, port;
   if (!split_address(address, host, port))
     return make_error(ErrorCode::kInvalidArg, "--metrics: not an address: " + address + " (e.g. 127.0.0.1:9464)");
-  return make_error(ErrorCode::kInvalidArg, "--metrics: this firstfault was built without prometheus-cpp "
-                                       "(Debian: prometheus-cpp-dev)");
+  return make_error(ErrorCode::kInvalidArg,
+                    "--metrics: this firstfault was built without prometheus-cpp "
+                    "(Debian: prometheus-cpp-dev)");
 }
 
 #endif

@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr size_t kHead = 64;            // first bytes kept to tell a rewritten file
-constexpr size_t kMaxFiles = 100000;    // files followed at most
+constexpr size_t kHead = 64;          // first bytes kept to tell a rewritten file
+constexpr size_t kMaxFiles = 100000;  // files followed at most
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -33,7 +33,11 @@ bool all_digits(std::string_view s) {
 // gzip, zstd, xz, bzip2: diagnose reads them; a growing one cannot be followed.
 bool looks_compressed(std::string_view b) {
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
-  return starts("\x1f\x8b") || starts("\x28\xb5\x2f\xfd") || starts("\xfd" "7zXZ") || starts("BZh");
+  return starts("\x1f\x8b") || starts("\x28\xb5\x2f\xfd") ||
+         starts(
+             "\xfd"
+             "7zXZ") ||
+         starts("BZh");
 }
 
 }  // namespace
@@ -49,9 +53,9 @@ bool is_rotated_name(std::string_view name, std::string_view base) {
   }
   if (rest.size() < 2 || (rest[0] != '.' && rest[0] != '-' && rest[0] != '_')) return false;
   rest.remove_prefix(1);
-  if (all_digits(rest)) return true;                             // .1, -20250101
+  if (all_digits(rest)) return true;  // .1, -20250101
   if (rest.size() > 4 && rest.substr(rest.size() - 4) == ".log" && all_digits(rest.substr(0, rest.size() - 4)))
-    return true;                                                 // .1.log
+    return true;  // .1.log
   // .2025-01-01 (logrotate dateext with a format), -2025-01-01-1700
   std::string digits;
   for (char c : rest) {
@@ -68,10 +72,10 @@ struct Follower::File {
   dev_t dev = 0;
   ino_t ino = 0;
   uint64_t offset = 0;
-  std::string head;         // the first bytes read (up to kHead)
-  bool sniffed = false;     // the first block was checked for binary or compressed data
-  bool dead = false;        // skipped or unreadable: not read any more
-  bool path_gone = false;   // the path names nothing (said once)
+  std::string head;        // the first bytes read (up to kHead)
+  bool sniffed = false;    // the first block was checked for binary or compressed data
+  bool dead = false;       // skipped or unreadable: not read any more
+  bool path_gone = false;  // the path names nothing (said once)
   ~File() {
     if (fd >= 0) ::close(fd);
   }
@@ -212,8 +216,8 @@ uint64_t Follower::read_new(FollowSink& sink, File& f) {
       f.sniffed = true;
       if (looks_compressed(bytes)) {
         f.dead = true;
-        sink.error(make_error(ErrorCode::kFormat, "compressed: not followed (firstfault diagnose reads it)",
-                              {f.path, 0, ""}));
+        sink.error(
+            make_error(ErrorCode::kFormat, "compressed: not followed (firstfault diagnose reads it)", {f.path, 0, ""}));
         break;
       }
       if (io::looks_binary(bytes.substr(0, 8192))) {

@@ -54,16 +54,16 @@ class FollowSink {
 };
 
 struct FollowOptions {
-  size_t read_block = 1 << 20;              // bytes per pread
-  uint64_t max_bytes_per_file = 16 << 20;   // per poll, so that one busy file cannot starve the others
-  bool follow_symlinks = false;             // symbolic links met in a folder walk (-L)
-  int rescan_ms = 500;                      // how often folders are walked for new files
+  size_t read_block = 1 << 20;             // bytes per pread
+  uint64_t max_bytes_per_file = 16 << 20;  // per poll, so that one busy file cannot starve the others
+  bool follow_symlinks = false;            // symbolic links met in a folder walk (-L)
+  int rescan_ms = 500;                     // how often folders are walked for new files
 };
 
 struct PollStats {
-  uint64_t bytes = 0;   // read in this poll
-  size_t files = 0;     // files followed
-  bool grew = false;    // some file had new bytes
+  uint64_t bytes = 0;  // read in this poll
+  size_t files = 0;    // files followed
+  bool grew = false;   // some file had new bytes
 };
 
 class Follower {

@@ -40,7 +40,7 @@ Json opt_str(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s);
 
 std::string iso_utc(int64_t unix_ms) {
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm {};
+  std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -56,7 +56,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 
 std::string step_text(double step) {
   return std::floor(step) == step && std::fabs(step) < 1e15 ? fmt::format("{}", static_cast<long long>(step))
-                                                              : fmt::format("{}", step);
+                                                            : fmt::format("{}", step);
 }
 
 Severity severity_of_verdict(analyze::VerdictKind v) {
@@ -69,7 +69,8 @@ Severity severity_of_verdict(analyze::VerdictKind v) {
 
 // Trend verdicts that are bad news; the others (stable, transient, bounded) are information.
 bool bad_trend(const std::string& verdict) {
-  for (const char* v : {"terminal", "unbounded", "first", "spike", "straggler", "stall", "drop", "stalled", "diverging"}) {
+  for (const char* v :
+       {"terminal", "unbounded", "first", "spike", "straggler", "stall", "drop", "stalled", "diverging"}) {
     if (verdict == v) return true;
   }
   return false;
@@ -256,7 +257,8 @@ std::optional<Alert> Session::check_stall(int64_t now_ms, int64_t unix_ms) {
       if (r.step == min_step && rank >= 0) a.ranks.push_back(rank);
   } else if (ranks_.size() > 1) {
     const int64_t th = stall_threshold_ms();
-    const int64_t slack = std::max<int64_t>(50, options_.stall_after_ms > 0 ? th / 20 : th / (2 * std::max(1.0, options_.stall_factor)));
+    const int64_t slack =
+        std::max<int64_t>(50, options_.stall_after_ms > 0 ? th / 20 : th / (2 * std::max(1.0, options_.stall_factor)));
     if (last_at - first_at > slack) {
       for (const auto& [rank, r] : ranks_)
         if (r.at_ms <= first_at + slack && rank >= 0) a.ranks.push_back(rank);
@@ -266,8 +268,9 @@ std::optional<Alert> Session::check_stall(int64_t now_ms, int64_t unix_ms) {
                             : fmt::format("no progress since step {}; rank {} went silent first", step_text(max_step),
                                           ranks_text(a.ranks));
   if (a.ranks.size() == 1) a.rank = a.ranks[0];
-  a.fix = "Check the silent ranks first: py-spy dump --pid PID (the stack of a hung rank), "
-          "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the stuck collective";
+  a.fix =
+      "Check the silent ranks first: py-spy dump --pid PID (the stack of a hung rank), "
+      "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the stuck collective";
   a.verdict = analyses_ > 0 ? analyze::verdict_name(diagnosis_.verdict) : "unknown";
   a.unix_ms = unix_ms;
   return a;

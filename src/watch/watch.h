@@ -41,26 +41,26 @@ bool parse_severity(std::string_view text, Severity& out);
 
 // One thing the watch says, as it happens.
 struct Alert {
-  std::string kind;          // failure, collateral, symptom, trend, stall
+  std::string kind;  // failure, collateral, symptom, trend, stall
   Severity severity = Severity::kInfo;
-  std::string key;           // the incident (alerts with one key are said once)
-  std::string id;            // KB entry id, a trend id ("loss-scale"), or "watch.stall"
+  std::string key;  // the incident (alerts with one key are said once)
+  std::string id;   // KB entry id, a trend id ("loss-scale"), or "watch.stall"
   std::string title;
-  std::string category;      // DESIGN.md's categories; a stall is "hang"
+  std::string category;  // DESIGN.md's categories; a stall is "hang"
   std::optional<int> rank;
   std::string node;
-  std::string source;        // where its decisive line is
+  std::string source;  // where its decisive line is
   uint64_t line = 0;
-  std::string text;          // the decisive line (as logged: escape it for a terminal)
-  std::string fix;           // the first step of the fix
-  std::string verify;        // the command that verifies the fix
-  std::string verdict;       // the job's verdict when it was said
+  std::string text;     // the decisive line (as logged: escape it for a terminal)
+  std::string fix;      // the first step of the fix
+  std::string verify;   // the command that verifies the fix
+  std::string verdict;  // the job's verdict when it was said
   std::string fingerprint;
-  std::optional<double> step;     // stall: the last step; failure: the step it failed at
-  std::vector<int> ranks;         // stall: the ranks that went silent first; collateral: its ranks
-  double silent_s = 0;            // stall: seconds without a progress line
-  double threshold_s = 0;         // stall: the silence that makes a stall
-  int64_t unix_ms = 0;            // when it was said
+  std::optional<double> step;  // stall: the last step; failure: the step it failed at
+  std::vector<int> ranks;      // stall: the ranks that went silent first; collateral: its ranks
+  double silent_s = 0;         // stall: seconds without a progress line
+  double threshold_s = 0;      // stall: the silence that makes a stall
+  int64_t unix_ms = 0;         // when it was said
 };
 // One JSON object on one line ("schema": "firstfault.alert/1").
 std::string alert_json(const Alert& a);
@@ -68,7 +68,7 @@ std::string alert_json(const Alert& a);
 std::string alert_text(const Alert& a);
 
 struct SessionOptions {
-  int64_t stall_after_ms = 0;       // 0: learned (stall_factor x the typical step interval)
+  int64_t stall_after_ms = 0;  // 0: learned (stall_factor x the typical step interval)
   double stall_factor = 10;
   int64_t stall_floor_ms = 30000;   // a learned threshold is never shorter
   int stall_min_intervals = 3;      // step intervals seen before a learned threshold holds
@@ -84,8 +84,8 @@ using DiagnoseFn = std::function<analyze::Diagnosis(const std::vector<record::Ev
 // Per rank: how far it got and when its last step arrived (for stalls and metrics).
 struct RankProgress {
   double step = 0;
-  int64_t at_ms = 0;                 // when that step arrived
-  std::vector<int64_t> intervals;    // the last few intervals between steps, ms
+  int64_t at_ms = 0;               // when that step arrived
+  std::vector<int64_t> intervals;  // the last few intervals between steps, ms
 };
 
 class Session {
@@ -144,7 +144,7 @@ class Session {
   analyze::Diagnosis diagnosis_;
   bool finished_ = false;
   uint64_t analyses_ = 0;
-  bool dirty_ = false;          // new events since the last analysis
+  bool dirty_ = false;  // new events since the last analysis
   uint64_t lines_at_analysis_ = 0;
   int64_t last_analysis_ms_ = -1;
   struct SourceState {

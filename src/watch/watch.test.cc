@@ -33,8 +33,9 @@ struct Recorder : FollowSink {
 class FollowTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ff-follow-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                                        "-" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() /
+           ("ff-follow-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

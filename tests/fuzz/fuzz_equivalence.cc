@@ -51,9 +51,7 @@ std::string diagnose_json(const Setup& s, unsigned threads, size_t chunk) {
   opt.chunk_bytes = chunk;
   ff::scan::JobStats stats = ff::scan::scan_job(*s.engine, {s.path}, sink, opt);
   std::vector<ff::analyze::SourceSummary> sources;
-  for (const auto& src : stats.sources)
-    sources.push_back({src.name, src.encoding, src.bytes, src.lines, src.events, src.ok, src.error, src.ranks,
-                       src.rank_node, src.pid_rank});
+  for (const auto& src : stats.sources) sources.push_back(src);  // its SourceSummary part
   ff::analyze::JobNumbers numbers;
   numbers.series = &stats.series;
   numbers.aliases = &s.engine->metric_aliases();

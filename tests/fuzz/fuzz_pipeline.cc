@@ -54,18 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opt.max_line = 4096;
   ff::scan::JobStats stats = ff::scan::scan_text(*s.engine, "fuzz.log", text, sink, opt);
   std::vector<ff::analyze::SourceSummary> sources;
-  for (const auto& src : stats.sources) {
-    ff::analyze::SourceSummary sum;
-    sum.name = src.name;
-    sum.encoding = src.encoding;
-    sum.bytes = src.bytes;
-    sum.lines = src.lines;
-    sum.events = src.events;
-    sum.ok = src.ok;
-    sum.error = src.error;
-    sum.ranks = src.ranks;
-    sources.push_back(std::move(sum));
-  }
+  for (const auto& src : stats.sources) sources.push_back(src);  // its SourceSummary part, as the CLI passes it
   ff::analyze::Diagnosis d = ff::analyze::diagnose(sink.events, sources, s.kb);
   d.notes = stats.notes;
   std::string json = ff::report::render_json(d);

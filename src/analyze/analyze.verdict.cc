@@ -1,0 +1,292 @@
+// analyze.verdict.cc — steps 5 to 7: the numbers (series summaries and their verdicts), progress per rank and
+// the verdict with its reasons.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "analyze/analyze_internal.h"
+#include "base/strings.h"
+#include "template/template.h"
+
+namespace ff::analyze::detail {
+
+namespace {
+
+// Short series summaries for the report: per metric over all ranks, with the points of
+// one rank (the lowest) so the JSON stays small enough to plot.
+void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases, std::vector<MetricSummary>& out) {
+  std::map<metrics::MetricId, size_t> index;
+  struct RankSeries {
+    int rank;
+    double max;
+    const metrics::Series* series;
+  };
+  std::map<size_t, std::vector<RankSeries>> ranks_of;  // metric (index in out) -> its ranks
+  for (const auto& [key, s] : set.all()) {
+    auto [it, fresh] = index.emplace(key.first, out.size());
+    if (fresh) {
+      MetricSummary m;
+      m.name = aliases.name(key.first);
+      m.min = s.min;
+      m.max = s.max;
+      m.first_step = s.first.step;
+      m.first_value = s.first.value;
+      out.push_back(std::move(m));
+    }
+    MetricSummary& m = out[it->second];
+    m.count += s.count;
+    const bool others = key.second == metrics::SeriesSet::kOtherRanks;
+    m.ranks += others ? set.other_ranks() : 1;
+    if (s.has_finite) {
+      m.min = std::min(m.min, s.min);
+      m.max = std::max(m.max, s.max);
+    }
+    if (s.last.step >= m.last_step) {
+      m.last_step = s.last.step;
+      m.last_value = s.last.value;
+    }
+    if (!others && s.has_finite) ranks_of[it->second].push_back({key.second, s.max, &s});
+    if (!others && (!m.points_rank || key.second < *m.points_rank)) {
+      m.points_rank = key.second;
+      m.points.clear();
+      size_t stride = std::max<size_t>(1, s.points.size() / 200);
+      for (size_t i = 0; i < s.points.size(); i += stride) m.points.emplace_back(s.points[i].step, s.points[i].value);
+    }
+  }
+  for (auto& [i, ranks] : ranks_of) {
+    if (ranks.size() < 2) continue;
+    std::sort(ranks.begin(), ranks.end(), [](const RankSeries& a, const RankSeries& b) { return a.rank < b.rank; });
+    std::vector<RankSeries> keep(ranks.begin(), ranks.begin() + std::min(ranks.size(), MetricSummary::kPlotRanks));
+    if (ranks.size() > keep.size()) {  // the highest rank series is kept in place of the last low one
+      auto top = std::max_element(ranks.begin(), ranks.end(),
+                                  [](const RankSeries& a, const RankSeries& b) { return a.max < b.max; });
+      if (std::none_of(keep.begin(), keep.end(), [&](const RankSeries& k) { return k.rank == top->rank; }))
+        keep.back() = *top;
+    }
+    for (const auto& r : keep) {
+      MetricSummary::RankPoints rp;
+      rp.rank = r.rank;
+      const auto& pts = r.series->points;
+      const size_t stride = std::max<size_t>(1, pts.size() / 60);
+      for (size_t k = 0; k < pts.size(); k += stride) rp.points.emplace_back(pts[k].step, pts[k].value);
+      out[i].per_rank.push_back(std::move(rp));
+    }
+  }
+}
+
+}  // namespace
+
+// Step 5, numbers: a terminal loss scale or a loss that ends non-finite confirms a numerical
+// primary, or makes one when no error line says so; a transient loss scale is a note.
+void read_numbers(Ctx& c) {
+  if (!c.numbers.series || !c.numbers.aliases) return;
+  Diagnosis& d = c.d;
+  d.verdicts =
+      judge_series(*c.numbers.series, *c.numbers.aliases, c.sources, c.numbers.last_time_us, c.numbers.last_time_clock);
+  summarise_series(*c.numbers.series, *c.numbers.aliases, d.series);
+  const Verdict* terminal = nullptr;
+  const Verdict* nonfinite = nullptr;
+  const Verdict* transient = nullptr;
+  for (const auto& v : d.verdicts) {
+    if (v.id == "loss-scale" && v.verdict == "terminal") terminal = &v;
+    if (v.id == "loss-scale" && v.verdict == "transient") transient = &v;
+    if (v.id == "non-finite") nonfinite = &v;
+  }
+  if (d.primary) {
+    if (c.on(Rule::kSeriesConfirm) && d.primary->category == "numerical" && (terminal || nonfinite)) {
+      d.primary->confidence = std::max(d.primary->confidence, 0.95);
+      const Verdict& v = terminal ? *terminal : *nonfinite;
+      for (const auto& e : v.evidence) d.primary->evidence.push_back(e);
+    }
+    return;
+  }
+  if (terminal && c.on(Rule::kSeriesTerminalLossScale)) {
+    // The finding's words come from the KB entry of the series rule when there is one.
+    constexpr const char* kEntry = "series.loss-scale-terminal";
+    const kb::Entry* e = c.kb.find(kEntry);
+    Finding f;
+    f.id = kEntry;
+    f.title = e ? e->title : "Dynamic loss scale collapsed (from the numbers in the log)";
+    f.category = "numerical";
+    f.role = "root";
+    f.confidence = 0.7;
+    f.evidence = terminal->evidence;
+    // No KB entry can hold it yet (an entry needs a pattern a real program prints), so
+    // the words are here unless a --kb entry of this id supplies them.
+    f.summary = terminal->summary + ". " +
+                (e ? e->summary
+                   : std::string("No error line says so, but the fp16 loss scale only falls this far when "
+                                 "gradients overflow at every step."));
+    if (e) {
+      f.root_cause = e->root_cause;
+      f.fix = e->fix;
+      f.verify = e->verify;
+      for (const auto& r : e->references) f.references.push_back(r.url);
+    } else {
+      f.fix = {
+          "Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and "
+          "gradient clipping.",
+          "Switch to bf16 if the hardware supports it."};
+      f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
+    }
+    f.fingerprint = template_::fingerprint(f.id, "");
+    d.primary = std::move(f);
+  } else if (transient) {
+    d.notes.push_back(transient->summary + ": normal for dynamic loss scaling at warm-up.");
+  }
+}
+
+namespace {
+
+std::string fmt_step(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+}  // namespace
+
+// Step 6, progress: how far the run got: progress lines per rank, the stated total, completion lines.
+void read_progress(Ctx& c) {
+  Progress& p = c.d.progress;
+  if (c.numbers.series) {
+    const auto& lp = c.numbers.series->last_progress();
+    int64_t last_us = INT64_MIN;
+    if (const uint64_t others = c.numbers.series->other_ranks(); others > 0) {
+      c.d.notes.push_back(std::to_string(others) + " ranks past the first " +
+                          std::to_string(metrics::SeriesSet::kMaxRanks) +
+                          " are summarised together in the series and the progress (a bound on memory; the steps of "
+                          "each are not kept)");
+    }
+    for (const auto& [r, pt] : lp) {
+      p.ranks += r == metrics::SeriesSet::kOtherRanks ? static_cast<int>(c.numbers.series->other_ranks()) : 1;
+      if (!p.last_step || pt.step > *p.last_step) p.last_step = pt.step;
+      if (!p.min_last_step || pt.step < *p.min_last_step) p.min_last_step = pt.step;
+      last_us = std::max(last_us, pt.time_us);
+    }
+    if (last_us != INT64_MIN) p.last_time = format_time(last_us, c.numbers.last_time_clock);
+    if (c.numbers.aliases && c.numbers.aliases->step_total() != metrics::kNoMetric) {
+      for (const auto& [key, s] : c.numbers.series->all()) {
+        if (key.first == c.numbers.aliases->step_total() && s.has_finite && (!p.total || s.last.value > *p.total))
+          p.total = s.last.value;
+      }
+    }
+    if (c.primary && !lp.empty()) {
+      auto it = lp.find(c.rank);
+      p.failed_at = it != lp.end() ? it->second.step : *p.last_step;
+    }
+  }
+  for (const Event* e : c.completions) {
+    if (p.completion.size() >= kTuning.max_completion_evidence) break;
+    p.completion.push_back(to_evidence(*e, c.sources));
+  }
+  bool final_step = p.total && p.min_last_step && *p.min_last_step >= *p.total;
+  p.completed = (!c.completions.empty() && c.on(Rule::kVerdictHealthyCompletion)) ||
+                (final_step && c.on(Rule::kVerdictHealthyFinalStep));
+}
+
+namespace {
+
+std::string ranks_phrase(int n) { return n == 1 ? "1 rank" : std::to_string(n) + " ranks"; }
+
+// What was not read, one reason each (a failed verdict keeps them as notes).
+void add_unread_reasons(Ctx& c) {
+  for (const auto& u : c.numbers.unread)
+    c.d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+}
+
+}  // namespace
+
+// Step 7, the verdict, by the first rule that holds, with its reasons.
+// Long because it is the verdict rules of step 7 in their documented order, the first
+// that holds deciding; split up, that order would be spread over several functions.
+void decide_verdict(Ctx& c) {
+  Diagnosis& d = c.d;
+  const Progress& p = d.progress;
+  if (d.primary) {
+    d.verdict = VerdictKind::kFailed;
+    Reason r{"diagnosis.primary", "the first failure: " + d.primary->title, d.primary->evidence.front()};
+    d.reasons.push_back(std::move(r));
+    add_unread_reasons(c);
+    return;
+  }
+  for (const auto& rec : d.recovered) {
+    std::string who = rec.rank ? "rank " + std::to_string(*rec.rank) : std::string("the run");
+    d.reasons.push_back({rule_name(Rule::kRecovered),
+                         who + " recovered from " + rec.id + ": " + fmt_step(rec.steps_after) + " more steps",
+                         rec.evidence});
+  }
+  // Degraded: the run went on, with problems.
+  if (c.on(Rule::kVerdictDegradedSymptoms)) {
+    for (const auto& s : d.symptoms) {
+      const kb::Entry* e = c.kb.find(s.id);
+      if (e && entry_is_failure(e)) {
+        d.verdict = VerdictKind::kDegraded;
+        d.reasons.push_back({rule_name(Rule::kVerdictDegradedSymptoms), "an error-severity warning: " + s.title,
+                             s.evidence.empty() ? std::nullopt : std::optional<Evidence>(s.evidence.front())});
+      }
+    }
+  }
+  if (c.on(Rule::kVerdictDegradedRecovered) && d.recovered.size() >= 2) {
+    d.verdict = VerdictKind::kDegraded;
+    d.reasons.push_back({rule_name(Rule::kVerdictDegradedRecovered),
+                         std::to_string(d.recovered.size()) + " errors were recovered from (they recur)",
+                         {}});
+  }
+  if (c.on(Rule::kVerdictDegradedSeries)) {
+    for (const auto& v : d.verdicts) {
+      if (v.id == "straggler" || v.id == "throughput") {
+        d.verdict = VerdictKind::kDegraded;
+        d.reasons.push_back({rule_name(Rule::kVerdictDegradedSeries), v.summary,
+                             v.evidence.empty() ? std::nullopt : std::optional<Evidence>(v.evidence.front())});
+      }
+    }
+  }
+  if (d.verdict == VerdictKind::kDegraded) return;
+  if (c.on(Rule::kVerdictIncompleteInput) && !c.numbers.unread.empty()) {
+    d.verdict = VerdictKind::kIncomplete;
+    add_unread_reasons(c);
+    return;
+  }
+  if (c.on(Rule::kVerdictHealthyCompletion) && !c.completions.empty()) {
+    d.verdict = VerdictKind::kHealthy;
+    d.reasons.push_back({rule_name(Rule::kVerdictHealthyCompletion), "the run reports its completion",
+                         to_evidence(*c.completions.back(), c.sources)});
+    return;
+  }
+  std::string at = p.last_time.empty() ? "" : " at " + p.last_time;
+  if (c.on(Rule::kVerdictHealthyFinalStep) && p.total && p.min_last_step && *p.min_last_step >= *p.total) {
+    d.verdict = VerdictKind::kHealthy;
+    d.reasons.push_back({rule_name(Rule::kVerdictHealthyFinalStep),
+                         "reached the final step " + fmt_step(*p.total) + "/" + fmt_step(*p.total) + " on " +
+                             (p.ranks > 1 ? "all " : "") + ranks_phrase(p.ranks) + at,
+                         {}});
+    return;
+  }
+  if (c.on(Rule::kVerdictIncompleteShort) && p.last_step) {
+    d.verdict = VerdictKind::kIncomplete;
+    std::string step = p.min_last_step && *p.min_last_step != *p.last_step
+                           ? "steps " + fmt_step(*p.min_last_step) + " to " + fmt_step(*p.last_step)
+                           : "step " + fmt_step(*p.last_step);
+    if (p.total) step += "/" + fmt_step(*p.total);
+    d.reasons.push_back({rule_name(Rule::kVerdictIncompleteShort),
+                         "no failure, but the log stops short of the run's end: last progress: " + step + at + " on " +
+                             (p.ranks > 1 ? "all " : "") + ranks_phrase(p.ranks),
+                         {}});
+    return;
+  }
+  if (c.on(Rule::kVerdictUnknownEmpty) && c.events.empty() && !p.last_step) {
+    d.verdict = VerdictKind::kUnknown;
+    d.reasons.push_back(
+        {rule_name(Rule::kVerdictUnknownEmpty),
+         d.lines == 0 ? "the input is empty" : "nothing in the input reads as a training or serving log",
+         {}});
+    return;
+  }
+  d.verdict = VerdictKind::kIncomplete;
+  d.reasons.push_back({"verdict.incomplete-excerpt", "the log shows neither a failure nor the run's end", {}});
+}
+
+}  // namespace ff::analyze::detail
