@@ -20,7 +20,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::vector<std::string> kb_dirs;
   std::string format = "text";
-  std::string color = "auto";
+  std::string colour = "auto";  // --color: auto, always, never
   bool verbose = false;
   bool no_cache = false;
   std::string filter_category;
@@ -71,6 +71,11 @@ int diagnose_job(const Options& opt, DiagnosedJob& job);
 // names them. The input errors are kept in job.input_errors, not printed. False when
 // --redact could not start (said on stderr).
 struct Loaded;
+enum class KbFields;
+// load_everything (app/kb_check.h) with its failure said on stderr: nullopt then, and the
+// command exits 2.
+std::optional<Loaded> load_or_say(const Options& opt, bool quiet_kb_errors, KbFields fields);
+
 using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
 bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
                      const std::vector<std::string>& names, DiagnosedJob& job);
@@ -79,6 +84,10 @@ bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& sca
 // live analyses, app/watch.cc), with the same rules, commands and redaction.
 bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
                      const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job);
+
+// --color: always, never, or auto: colour when the output is a terminal (`tty`) and
+// NO_COLOR is not set (no-color.org).
+bool use_colour(const Options& opt, bool tty);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);

@@ -80,11 +80,6 @@ Mined mine(const scan::Engine& engine, const std::vector<std::string>& inputs, b
   return m;
 }
 
-bool use_color(const Options& opt) {
-  const char* no_color = std::getenv("NO_COLOR");
-  return opt.color == "always" || (opt.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
-}
-
 }  // namespace
 
 analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::string>& inputs,
@@ -102,7 +97,7 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
   numbers.last_time_clock = stats.last_time_clock;
   numbers.seen_in_control = std::move(seen_in_control);
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
-  analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
+  analyze::Diagnosis d = analyze::diagnose(sink.events, summarise_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   if (read_anything) *read_anything = !stats.sources.empty();
@@ -110,11 +105,8 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
 }
 
 int run_diff(const Options& opt) {
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   Mined failed = mine(*loaded->engine, opt.inputs, opt.follow_symlinks);
   Mined control = mine(*loaded->engine, opt.control, opt.follow_symlinks);
   std::optional<redact::Redactor> redactor;  // --redact: what is shown, after the analysis
@@ -290,7 +282,7 @@ int run_diff(const Options& opt) {
       }
     }
     report::TextOptions to;
-    to.color = use_color(opt);
+    to.color = use_colour(opt, isatty(STDOUT_FILENO));
     out += "\nDiagnosis of the failed run (lines the control also prints are treated as noise):\n\n";
     out += report::render_text(d, to);
     std::cout << (redactor ? redactor->apply(out) + redaction_line(*redactor) : out);
@@ -303,11 +295,8 @@ int run_diff(const Options& opt) {
 }
 
 int run_verify(const Options& opt) {
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   bool read_before = false, read_after = false;
   analyze::Diagnosis before = diagnose_inputs(*loaded, opt.inputs, {}, &read_before, opt.follow_symlinks);
   analyze::Diagnosis after = diagnose_inputs(*loaded, opt.control, {}, &read_after, opt.follow_symlinks);

@@ -34,7 +34,7 @@ constexpr const char* kSchema =
     " UNIQUE (job, attempt, fingerprint));"
     "CREATE INDEX IF NOT EXISTS diagnoses_fingerprint ON diagnoses (fingerprint, at);";
 
-// A prepared statement, finalized when it goes.
+// A prepared statement, finalised when it goes.
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == SQLITE_OK; }

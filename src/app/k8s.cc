@@ -278,11 +278,8 @@ int run_k8s(Options opt, const SchedulerOptions& so) {
   std::string text;
   for (const auto& [t, line] : record) text += line + "\n";
 
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   install_interrupt_handlers();
   KubeFeed feed(k, names, text, so.previous);
   scan::ScanOptions sopt;

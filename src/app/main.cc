@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   diag->add_option("--site-url", opt.site_url,
                    "Where the encyclopedia (`firstfault site DIR`) is, as a path or URL: the html report links the "
                    "entry's page there");
-  diag->add_option("--color", opt.color, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
+  diag->add_option("--color", opt.colour, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
   const char* kMaxBytesHelp =
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--format,-f", opt.format, "Output format: text, json, html or markdown (md), as for diagnose")
         ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
     cmd->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
-    cmd->add_option("--color", opt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
+    cmd->add_option("--color", opt.colour, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
     cmd->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
     cmd->add_flag("--redact", opt.redact, kRedactHelp);

@@ -228,11 +228,8 @@ std::string pattern_literal(const kb::Pattern& p) {
 }
 
 int run_kb_literals(const Options& opt) {
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kAll);
+  if (!loaded) return 2;
   // One line per pattern that has a literal of 3 bytes or more (shorter ones would match
   // nearly every line of a log and say nothing); repeats are printed once.
   std::set<std::string> seen;

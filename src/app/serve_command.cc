@@ -52,11 +52,8 @@ int run_serve(const Options& opt) {
                escape_for_terminal(opt.bind));
     return 2;
   }
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kAll);
+  if (!loaded) return 2;
   const site::KeywordIndex index(*loaded->kb);
   serve::Options so;
   so.bind = opt.bind;
