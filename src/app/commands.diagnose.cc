@@ -114,7 +114,8 @@ void mark_nothing_read(analyze::Diagnosis& d) {
 std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt) {
   analyze::Diagnosis& d = job.d;
   std::optional<redact::Redactor>& redactor = job.redactor;
-  if (format == "json") return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
+  if (format == "json")
+    return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
   // --site-url: where an entry's encyclopedia page is, for the html and sarif reports' links.
   std::function<std::string(const std::string&)> entry_link;
   if (!opt.site_url.empty()) {
@@ -185,7 +186,8 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
                  escape_for_terminal(problem));
       return 2;
     }
-    fmt::print(stderr, "firstfault: wrote {} ({})\n", escape_for_terminal(opt.output), analyze::verdict_name(d.verdict));
+    fmt::print(stderr, "firstfault: wrote {} ({})\n", escape_for_terminal(opt.output),
+               analyze::verdict_name(d.verdict));
   } else {
     std::cout << rendered;
   }
@@ -213,7 +215,8 @@ int run_rules(const Options& opt) {
     return 0;
   }
   std::string out;
-  for (size_t i = 0; i < rules.size(); ++i) out += fmt::format("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
+  for (size_t i = 0; i < rules.size(); ++i)
+    out += fmt::format("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
   out = wrap_text(out, output_width(STDOUT_FILENO));
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

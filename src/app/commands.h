@@ -28,16 +28,16 @@ struct Options {
   std::string filter_phase;
   std::string filter_tag;
   std::string entry_id;
-  std::vector<std::string> words;  // search: the query (words, a pasted line, or - for stdin)
-  size_t limit = 10;               // search: most results shown (0 = all)
-  std::string out_dir;             // site: where the encyclopedia is written
-  std::string output;              // diagnose -o: the report's file ("" or "-": stdout)
-  std::string site_url;            // diagnose --site-url: the encyclopedia, for the html report's links
+  std::vector<std::string> words;    // search: the query (words, a pasted line, or - for stdin)
+  size_t limit = 10;                 // search: most results shown (0 = all)
+  std::string out_dir;               // site: where the encyclopedia is written
+  std::string output;                // diagnose -o: the report's file ("" or "-": stdout)
+  std::string site_url;              // diagnose --site-url: the encyclopedia, for the html report's links
   std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
-  uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
-  unsigned threads = 0;    // scanning threads; 0 = one per core (app/perf.h)
-  size_t chunk_bytes = 0;  // bytes per chunk of lines; 0 = the scan's default
-  uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
+  uint64_t max_bytes = 0;            // decompressed bytes read over all inputs; 0 = io's default
+  unsigned threads = 0;              // scanning threads; 0 = one per core (app/perf.h)
+  size_t chunk_bytes = 0;            // bytes per chunk of lines; 0 = the scan's default
+  uint64_t map_min = 0;              // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged
@@ -47,13 +47,13 @@ struct Options {
   // serve
   std::string bind = "127.0.0.1";
   int port = 8765;
-  bool open_browser = false;     // --open
-  bool allow_remote = false;     // --allow-remote: a --bind address other than loopback
+  bool open_browser = false;  // --open
+  bool allow_remote = false;  // --allow-remote: a --bind address other than loopback
   uint64_t max_upload = 8ull << 30;
-  unsigned jobs = 0;             // diagnoses at once; 0: one per core (at least 2)
-  unsigned queue = 64;           // diagnoses waiting behind them
-  int read_timeout = 10;         // seconds a client may stay silent
-  bool no_history = false;       // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
+  unsigned jobs = 0;        // diagnoses at once; 0: one per core (at least 2)
+  unsigned queue = 64;      // diagnoses waiting behind them
+  int read_timeout = 10;    // seconds a client may stay silent
+  bool no_history = false;  // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
@@ -61,7 +61,7 @@ struct Options {
 struct DiagnosedJob {
   analyze::Diagnosis d;
   std::optional<redact::Redactor> redactor;
-  bool nothing_read = false;  // no input could be read
+  bool nothing_read = false;        // no input could be read
   std::vector<Error> input_errors;  // what could not be read (also in the verdict's reasons)
 };
 int diagnose_job(const Options& opt, DiagnosedJob& job);

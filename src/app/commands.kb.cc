@@ -63,8 +63,9 @@ int run_kb_list(const Options& opt) {
       std::vector<std::string> all(known.begin(), known.end());
       auto near = nearest_words(value, all, 3);
       std::string hint = near.empty() ? "" : fmt::format("; did you mean {}?", fmt::join(near, ", "));
-      std::string listed = all.size() <= 40 ? fmt::format("\n  {} values: {}", flag, fmt::join(all, ", "))
-                                            : fmt::format("\n  ({} values; firstfault kb list --format json shows them)", all.size());
+      std::string listed =
+          all.size() <= 40 ? fmt::format("\n  {} values: {}", flag, fmt::join(all, ", "))
+                           : fmt::format("\n  ({} values; firstfault kb list --format json shows them)", all.size());
       fmt::print(stderr, "firstfault: no entry has {} '{}'{}{}\n", flag, escape_for_terminal(value), hint,
                  escape_for_terminal(listed, true));
     };
@@ -85,8 +86,13 @@ int run_kb_list(const Options& opt) {
     if (!opt.filter_tag.empty() && std::find(e.tags.begin(), e.tags.end(), opt.filter_tag) == e.tags.end()) continue;
     ++listed;
     if (opt.format == "json") {
-      arr.push_back({{"id", e.id}, {"title", e.title}, {"category", e.category}, {"phase", e.phase},
-                     {"severity", e.severity}, {"frameworks", e.frameworks}, {"tags", e.tags}});
+      arr.push_back({{"id", e.id},
+                     {"title", e.title},
+                     {"category", e.category},
+                     {"phase", e.phase},
+                     {"severity", e.severity},
+                     {"frameworks", e.frameworks},
+                     {"tags", e.tags}});
     } else {
       rows.push_back({escape_for_terminal(e.id), escape_for_terminal(e.category), escape_for_terminal(e.phase),
                       escape_for_terminal(e.title)});
@@ -116,7 +122,8 @@ int run_kb_list(const Options& opt) {
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   // replace: a text that is not UTF-8 must not abort the dump (nlohmann throws by default).
-  if (opt.format == "json") std::cout << arr.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  if (opt.format == "json")
+    std::cout << arr.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   return listed > 0 ? 0 : 1;
 }
 
@@ -129,8 +136,9 @@ int run_explain(const Options& opt) {
     for (const auto& x : loaded->kb->entries) ids.push_back(x.id);
     auto near = nearest_words(opt.entry_id, ids, 5);
     fmt::print(stderr, "firstfault: no entry with id '{}'{}\n", escape_for_terminal(opt.entry_id),
-               near.empty() ? "; firstfault kb list names them all, firstfault search WORDS finds them by text"
-                            : fmt::format("; did you mean {}?", escape_for_terminal(fmt::format("{}", fmt::join(near, ", ")))));
+               near.empty()
+                   ? "; firstfault kb list names them all, firstfault search WORDS finds them by text"
+                   : fmt::format("; did you mean {}?", escape_for_terminal(fmt::format("{}", fmt::join(near, ", ")))));
     return 2;
   }
   // An entry may come from a --kb directory someone else wrote: shown escaped, keeping the
@@ -139,8 +147,9 @@ int run_explain(const Options& opt) {
   auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
   // Wrapped to the terminal like the report (a pipe gets whole lines).
   std::string out;
-  out += fmt::format("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id), t1(e->category),
-             t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
+  out +=
+      fmt::format("{}\n{}\n\ncategory: {}   phase: {}   frameworks: {}\n\n{}\n", t1(e->title), t1(e->id),
+                  t1(e->category), t1(e->phase), t1(fmt::format("{}", fmt::join(e->frameworks, ", "))), tn(e->summary));
   if (!e->symptoms.empty()) {
     out += fmt::format("\nSymptoms\n");
     for (const auto& s : e->symptoms) out += fmt::format("  - {}: {}\n", tn(s.symptom), tn(s.why));
@@ -160,7 +169,8 @@ int run_explain(const Options& opt) {
   }
   if (!e->references.empty()) {
     out += fmt::format("\nReferences\n");
-    for (const auto& r : e->references) out += fmt::format("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
+    for (const auto& r : e->references)
+      out += fmt::format("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
   }
   out = wrap_text(out, output_width(STDOUT_FILENO));
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -188,8 +198,8 @@ int run_site(const Options& opt) {
                "firstfault: {} pattern(s) use RE2 syntax JavaScript cannot express; the site's search finds their "
                "entries by keywords only\n",
                stats->js_patterns_skipped);
-  fmt::print("wrote {} files: {} entry pages, {} framework hubs, {} tag pages\nopen {}\n", stats->files,
-             stats->entries, stats->frameworks, stats->tags,
+  fmt::print("wrote {} files: {} entry pages, {} framework hubs, {} tag pages\nopen {}\n", stats->files, stats->entries,
+             stats->frameworks, stats->tags,
              escape_for_terminal((std::filesystem::path(opt.out_dir) / "index.html").string()));
   return 0;
 }

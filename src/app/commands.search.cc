@@ -32,10 +32,10 @@ struct SearchResult {
   size_t entry = 0;
   std::string match;  // "pattern" or "keywords"
   std::string why;
-  size_t line = 0;    // pattern: the (1-based) line of the query it matched
+  size_t line = 0;  // pattern: the (1-based) line of the query it matched
   std::string pattern;
   std::map<std::string, std::string> captures;
-  double score = 0;   // keywords: BM25
+  double score = 0;  // keywords: BM25
   std::vector<std::string> terms;
 };
 
@@ -160,8 +160,9 @@ int run_search(const Options& opt) {
   if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
 
   if (opt.format == "json") {
-    std::cout << results_json(kb, text, results, total).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-              << "\n";
+    std::cout
+        << results_json(kb, text, results, total).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+        << "\n";
   } else if (results.empty()) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");
   } else {
@@ -186,10 +187,10 @@ int run_search(const Options& opt) {
       for (size_t i = 0; i < results.size(); ++i) {
         const SearchResult& r = results[i];
         const kb::Entry& e = kb.entries[r.entry];
-        out += wrap_text(fmt::format("{:<3} {}  [{}]\n    {}\n    {}\n", i + 1, escape_for_terminal(e.id),
-                                     escape_for_terminal(e.category), escape_for_terminal(e.title),
-                                     escape_for_terminal(r.why)),
-                         width);
+        out += wrap_text(
+            fmt::format("{:<3} {}  [{}]\n    {}\n    {}\n", i + 1, escape_for_terminal(e.id),
+                        escape_for_terminal(e.category), escape_for_terminal(e.title), escape_for_terminal(r.why)),
+            width);
       }
     }
     std::fwrite(out.data(), 1, out.size(), stdout);

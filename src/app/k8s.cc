@@ -54,7 +54,8 @@ std::string one_line(std::string s) {
 // "spec.containers{trainer}" -> "trainer"
 std::string container_of(const std::string& field_path) {
   const size_t a = field_path.find('{'), b = field_path.rfind('}');
-  return a != std::string::npos && b != std::string::npos && b > a ? field_path.substr(a + 1, b - a - 1) : std::string();
+  return a != std::string::npos && b != std::string::npos && b > a ? field_path.substr(a + 1, b - a - 1)
+                                                                   : std::string();
 }
 
 struct Kubectl {
@@ -84,11 +85,11 @@ void event_lines(const json& list, std::vector<std::pair<std::string, std::strin
       count = fmt::format(" (x{})", c->get<long long>());
     const std::string kind = str(obj, "kind");
     const std::string name = str(obj, "name");
-    const std::string who = kind == "Pod" || kind.empty() ? "pod/" + name + "/" + container_of(str(obj, "fieldPath"))
-                                                          : "pod/" + name + "/";
-    std::string line = fmt::format("[{}] {}{}{}  {}{}  {}  {}", one_line(who), when, when.empty() ? "" : " ",
-                                   one_line(str(e, "type")), one_line(str(e, "reason")), count, one_line(source),
-                                   one_line(str(e, "message")));
+    const std::string who =
+        kind == "Pod" || kind.empty() ? "pod/" + name + "/" + container_of(str(obj, "fieldPath")) : "pod/" + name + "/";
+    std::string line =
+        fmt::format("[{}] {}{}{}  {}{}  {}  {}", one_line(who), when, when.empty() ? "" : " ", one_line(str(e, "type")),
+                    one_line(str(e, "reason")), count, one_line(source), one_line(str(e, "message")));
     out.emplace_back(when, std::move(line));
   }
 }
@@ -270,7 +271,8 @@ int run_k8s(Options opt, const SchedulerOptions& so) {
   }
   if (is_job) {
     std::string why;
-    if (auto ev = get_json(k, {"get", "events", "-o", "json", "--field-selector", "involvedObject.name=" + target}, why))
+    if (auto ev =
+            get_json(k, {"get", "events", "-o", "json", "--field-selector", "involvedObject.name=" + target}, why))
       event_lines(*ev, record);
   }
   std::sort(names.begin(), names.end());

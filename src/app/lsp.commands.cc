@@ -23,7 +23,8 @@ std::string Server::temp_dir() {
   if (!temp_dir_.empty()) return temp_dir_;
   const char* t = std::getenv("TMPDIR");
   std::string tmpl = std::string(t && *t ? t : "/tmp") + "/firstfault-lsp-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error(std::string("cannot make a temporary folder: ") + std::strerror(errno));
+  if (!::mkdtemp(tmpl.data()))
+    throw std::runtime_error(std::string("cannot make a temporary folder: ") + std::strerror(errno));
   temp_dir_ = tmpl;
   return temp_dir_;
 }

@@ -81,8 +81,10 @@ void Server::change(const std::string& uri, int version, const json& changes) {
         continue;
       }
       const json& r = c.at("range");
-      size_t b = lsp::byte_offset(text, r.at("start").at("line").get<size_t>(), r.at("start").at("character").get<size_t>());
-      size_t e = lsp::byte_offset(text, r.at("end").at("line").get<size_t>(), r.at("end").at("character").get<size_t>());
+      size_t b =
+          lsp::byte_offset(text, r.at("start").at("line").get<size_t>(), r.at("start").at("character").get<size_t>());
+      size_t e =
+          lsp::byte_offset(text, r.at("end").at("line").get<size_t>(), r.at("end").at("character").get<size_t>());
       if (e < b) std::swap(b, e);
       text.replace(b, e - b, c.at("text").get<std::string>());
     }
@@ -231,4 +233,3 @@ int run_lsp(const Options& opt) {
 }
 
 }  // namespace ff::app
-

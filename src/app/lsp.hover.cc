@@ -61,7 +61,8 @@ json Server::diagnostics_of(const Document& doc) const {
     diag["code"] = c.id;
     diag["message"] = fmt::format("Collateral: {} ({} line{}), explained by {}", c.title, c.count,
                                   c.count == 1 ? "" : "s", c.explained_by.empty() ? p.id : c.explained_by);
-    diag["relatedInformation"] = json::array({{{"location", decisive_location}, {"message", "the first failure: " + p.title}}});
+    diag["relatedInformation"] =
+        json::array({{{"location", decisive_location}, {"message", "the first failure: " + p.title}}});
     diag["data"] = {{"id", c.id}};
     out.push_back(std::move(diag));
   }
@@ -70,9 +71,9 @@ json Server::diagnostics_of(const Document& doc) const {
     diag["range"] = range_of_line(*doc.text, *frame);
     diag["severity"] = 4;
     diag["source"] = "firstfault";
-    diag["message"] = fmt::format("Your code: {}:{}{}, the innermost frame of yours in the traceback of {}",
-                                  p.user_frame->file, p.user_frame->line,
-                                  p.user_frame->function.empty() ? "" : " in " + p.user_frame->function, p.title);
+    diag["message"] =
+        fmt::format("Your code: {}:{}{}, the innermost frame of yours in the traceback of {}", p.user_frame->file,
+                    p.user_frame->line, p.user_frame->function.empty() ? "" : " in " + p.user_frame->function, p.title);
     diag["relatedInformation"] = json::array({{{"location", decisive_location}, {"message", "the decisive line"}}});
     diag["data"] = {{"id", p.id}};
     out.push_back(std::move(diag));
@@ -112,7 +113,9 @@ json Server::hover(const json& params, const Document& doc) const {
   const std::string title = e ? e->title : p->title;
   const std::string id = e ? e->id : p->id;
   md += fmt::format("**{}** `{}`\n\n", title, id);
-  if (p) md += fmt::format("The first failure of this log ({}).\n\n", p->rank ? fmt::format("rank {}", *p->rank) : "rank unknown");
+  if (p)
+    md += fmt::format("The first failure of this log ({}).\n\n",
+                      p->rank ? fmt::format("rank {}", *p->rank) : "rank unknown");
   const std::string summary = e ? e->summary : p->summary;
   if (!summary.empty()) md += std::string(trim(summary)) + "\n\n";
   const std::vector<std::string>& fix = p ? p->fix : e->fix;
@@ -121,7 +124,8 @@ json Server::hover(const json& params, const Document& doc) const {
     for (size_t i = 0; i < fix.size(); ++i) md += fmt::format("{}. {}\n", i + 1, trim(fix[i]));
     md += "\n";
   }
-  if (std::string v = verify_of(doc, e, decisive); !v.empty()) md += "**Verify**\n\n```sh\n" + std::string(trim(v)) + "\n```\n";
+  if (std::string v = verify_of(doc, e, decisive); !v.empty())
+    md += "**Verify**\n\n```sh\n" + std::string(trim(v)) + "\n```\n";
   return {{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", range_of_line(*doc.text, line0)}};
 }
 
@@ -131,7 +135,8 @@ json Server::code_actions(const json& params, const Document& doc) const {
   const size_t first = range.at("start").at("line").get<size_t>();
   const size_t last = std::min(range.at("end").at("line").get<size_t>(), first + 50);
   std::set<std::string> seen;
-  const json diagnostics = params.contains("context") ? params["context"].value("diagnostics", json::array()) : json::array();
+  const json diagnostics =
+      params.contains("context") ? params["context"].value("diagnostics", json::array()) : json::array();
   for (size_t line0 = first; line0 <= last; ++line0) {
     bool decisive = false;
     const kb::Entry* e = entry_for_line(doc, line0, decisive);
@@ -140,7 +145,9 @@ json Server::code_actions(const json& params, const Document& doc) const {
     for (const auto& dg : diagnostics)
       if (dg.contains("code") && dg["code"] == e->id) related.push_back(dg);
     auto action = [&](const std::string& title, const std::string& command, json args) {
-      json a = {{"title", title}, {"kind", "quickfix"}, {"command", {{"title", title}, {"command", command}, {"arguments", args}}}};
+      json a = {{"title", title},
+                {"kind", "quickfix"},
+                {"command", {{"title", title}, {"command", command}, {"arguments", args}}}};
       if (!related.empty()) a["diagnostics"] = related;
       out.push_back(std::move(a));
     };
@@ -150,8 +157,10 @@ json Server::code_actions(const json& params, const Document& doc) const {
   }
   if (doc.diagnosis && doc.diagnosis->primary) {
     const std::string title = "firstfault: open the HTML report";
-    out.push_back({{"title", title}, {"kind", "quickfix"},
-                   {"command", {{"title", title}, {"command", "firstfault.openReport"}, {"arguments", json::array({doc.uri})}}}});
+    out.push_back(
+        {{"title", title},
+         {"kind", "quickfix"},
+         {"command", {{"title", title}, {"command", "firstfault.openReport"}, {"arguments", json::array({doc.uri})}}}});
   }
   return out;
 }

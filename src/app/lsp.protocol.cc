@@ -63,9 +63,7 @@ size_t byte_offset(std::string_view text, size_t line, size_t utf16_character) {
   size_t at = line_start(text, line);
   size_t units = 0;
   // The line ends before "\n" or "\r\n"; a position inside a surrogate pair rounds up.
-  auto at_end = [&] {
-    return text[at] == '\n' || (text[at] == '\r' && at + 1 < text.size() && text[at + 1] == '\n');
-  };
+  auto at_end = [&] { return text[at] == '\n' || (text[at] == '\r' && at + 1 < text.size() && text[at + 1] == '\n'); };
   while (at < text.size() && !at_end() && units < utf16_character) {
     const size_t len = utf8_len(text, at);
     units += len == 4 ? 2 : 1;
@@ -126,7 +124,8 @@ std::optional<std::string> MessageReader::next() {
       }
       const size_t colon = line.find(':');
       const std::string name = to_lower(trim(line.substr(0, colon == std::string_view::npos ? 0 : colon)));
-      const std::string_view value = colon == std::string_view::npos ? std::string_view() : trim(line.substr(colon + 1));
+      const std::string_view value =
+          colon == std::string_view::npos ? std::string_view() : trim(line.substr(colon + 1));
       if (colon == std::string_view::npos) {
         bad = true;
         problem = "a header line without ':'";
@@ -233,13 +232,13 @@ void Server::notify(const std::string& method, json params) {
 }
 
 void Server::request(const std::string& method, json params) {
-  send({{"jsonrpc", "2.0"}, {"id", fmt::format("firstfault-{}", ++next_request_)}, {"method", method},
+  send({{"jsonrpc", "2.0"},
+        {"id", fmt::format("firstfault-{}", ++next_request_)},
+        {"method", method},
         {"params", std::move(params)}});
 }
 
-void Server::log(const std::string& text) {
-  fmt::print(stderr, "firstfault lsp: {}\n", escape_for_terminal(text));
-}
+void Server::log(const std::string& text) { fmt::print(stderr, "firstfault lsp: {}\n", escape_for_terminal(text)); }
 
 // ---- input ----
 

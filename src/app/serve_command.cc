@@ -68,7 +68,8 @@ int run_serve(const Options& opt) {
   h.kb = loaded->kb.get();
   h.version = "firstfault " FF_VERSION;
   h.search = [&](std::string_view text, size_t limit) {
-    return search_json(*loaded, index, text, limit).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+    return search_json(*loaded, index, text, limit)
+               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
            "\n";
   };
   h.diagnose = [&](io::StreamFeed& feed, const serve::DiagnoseRequest& request) {

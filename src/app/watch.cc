@@ -37,16 +37,19 @@ bool parse_duration_ms(const std::string& text, int64_t& ms) {
   double v = 0;
   try {
     v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
+  } catch (const std::exception&) { return false; }
   const std::string unit = text.substr(used);
   double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "m" || unit == "min") scale = 60000;
-  else if (unit == "h") scale = 3600000;
-  else return false;
+  if (unit.empty() || unit == "s")
+    scale = 1000;
+  else if (unit == "ms")
+    scale = 1;
+  else if (unit == "m" || unit == "min")
+    scale = 60000;
+  else if (unit == "h")
+    scale = 3600000;
+  else
+    return false;
   if (!std::isfinite(v) || v < 0 || v * scale > 1e15) return false;
   ms = static_cast<int64_t>(v * scale);
   return true;
@@ -56,8 +59,9 @@ LiveCommands& add_live_commands(CLI::App& app, Options& opt) {
   static LiveCommands c;
   LiveOptions& o = c.o;
   c.watch = app.add_subcommand(
-      "watch", "Follow a running job's logs (files, folders, new per-rank files, rotation) and say each finding as it "
-               "happens: the first failure, collateral, stalls; the diagnosis at the end");
+      "watch",
+      "Follow a running job's logs (files, folders, new per-rank files, rotation) and say each finding as it "
+      "happens: the first failure, collateral, stalls; the diagnosis at the end");
   c.watch->add_option("paths", o.paths, "Log files and folders to follow (a torchrun --log_dir)")->required();
   c.watch->add_option("--format,-f", o.format, "text, or jsonl (one JSON object per finding, the diagnosis last)")
       ->check(CLI::IsMember({"text", "jsonl"}));
@@ -65,26 +69,30 @@ LiveCommands& add_live_commands(CLI::App& app, Options& opt) {
   c.watch->add_option("--poll", o.poll, "How often the files are checked (default 100ms)");
   add_live_flags(c.watch, o);
   c.watch->add_flag("-L,--follow", opt.follow_symlinks, "Follow symbolic links found in folders");
-  c.watch->footer("Stops at Ctrl-C, --exit-on or --idle-exit, then prints the diagnosis of everything read.\n"
-                  "Exit codes: the final verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, "
-                  "4 unknown); 1 when --exit-on stopped it; 2 could not run.");
+  c.watch->footer(
+      "Stops at Ctrl-C, --exit-on or --idle-exit, then prints the diagnosis of everything read.\n"
+      "Exit codes: the final verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, "
+      "4 unknown); 1 when --exit-on stopped it; 2 could not run.");
 
   c.run = app.add_subcommand(
-      "run", "Run a command (firstfault run -- python3 train.py): its stdout and stderr pass through unchanged, both "
-             "are watched live, and the diagnosis is printed on stderr when it exits");
+      "run",
+      "Run a command (firstfault run -- python3 train.py): its stdout and stderr pass through unchanged, both "
+      "are watched live, and the diagnosis is printed on stderr when it exits");
   c.run->add_option("command", o.command, "The command and its arguments (after --)")->required();
   c.run->add_option("--report", o.report, "Write the diagnosis to this file instead of stderr");
   c.run->add_option("--format,-f", o.format, "The diagnosis's format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   add_live_flags(c.run, o);
-  c.run->footer("Exit codes: the command's own (128 + N when a signal N ended it); 2 when firstfault could not "
-                "start it.");
+  c.run->footer(
+      "Exit codes: the command's own (128 + N when a signal N ended it); 2 when firstfault could not "
+      "start it.");
 
   c.history = app.add_subcommand("history", "List past diagnoses and how often their failure recurred");
   c.history->add_option("--limit,-n", o.limit, "Rows shown (default 20; 0 = all)");
   c.history->add_option("--format,-f", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c.history->footer("The history is $XDG_STATE_HOME/firstfault/history.db (FIRSTFAULT_HISTORY names another file).\n"
-                    "Exit codes: 0 listed; 2 the history cannot be read.");
+  c.history->footer(
+      "The history is $XDG_STATE_HOME/firstfault/history.db (FIRSTFAULT_HISTORY names another file).\n"
+      "Exit codes: 0 listed; 2 the history cannot be read.");
   return c;
 }
 

@@ -48,7 +48,7 @@ int run_history(const LiveOptions& lo) {
   for (const auto& r : rows) {
     char when[32];
     const std::time_t t = static_cast<std::time_t>(r.unix_s);
-    std::tm tm {};
+    std::tm tm{};
     localtime_r(&t, &tm);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
     std::string what = r.entry.empty() ? std::string("-") : r.entry;
@@ -56,7 +56,8 @@ int run_history(const LiveOptions& lo) {
     if (!r.node.empty()) what += " on " + r.node;
     std::string job = r.job.substr(0, r.job.find('\n'));
     if (r.attempt >= 0) job += fmt::format(" (attempt {})", r.attempt);
-    fmt::print("{}  {:<8} {:<10} {}  {}\n", when, r.command, r.verdict, escape_for_terminal(what), escape_for_terminal(job));
+    fmt::print("{}  {:<8} {:<10} {}  {}\n", when, r.command, r.verdict, escape_for_terminal(what),
+               escape_for_terminal(job));
     const Recurrence rec = h.value()->recurrence(r, now);
     if (!rec.line.empty()) fmt::print("    {}\n", escape_for_terminal(rec.line));
   }

@@ -40,7 +40,9 @@ bool write_all(int fd, std::string_view bytes) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
-        struct pollfd p {fd, POLLOUT, 0};
+        struct pollfd p {
+          fd, POLLOUT, 0
+        };
         ::poll(&p, 1, 100);
         continue;
       }
@@ -52,7 +54,9 @@ bool write_all(int fd, std::string_view bytes) {
 }
 
 void sleep_ms(int64_t ms) {
-  struct timespec ts {static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+  struct timespec ts {
+    static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)
+  };
   ::nanosleep(&ts, nullptr);  // a signal ends it early: the loop looks at the flag
 }
 
@@ -163,8 +167,9 @@ int Live::start(const std::vector<std::string>& names) {
     }
     exporter_ = std::move(ex).value();
     fmt::print(stderr, "firstfault: metrics on http://{}:{}/metrics\n",
-               lo_.metrics.find(':') != std::string::npos && lo_.metrics[0] != ':' ? lo_.metrics.substr(0, lo_.metrics.rfind(':'))
-                                                                                  : std::string("127.0.0.1"),
+               lo_.metrics.find(':') != std::string::npos && lo_.metrics[0] != ':'
+                   ? lo_.metrics.substr(0, lo_.metrics.rfind(':'))
+                   : std::string("127.0.0.1"),
                exporter_->port());
   }
   scan::ScanOptions sc;

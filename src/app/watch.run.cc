@@ -128,10 +128,10 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   std::error_code ec;
   const std::string recurrence =
       live.remember("run", {"$ " + std::filesystem::current_path(ec).string() + ": " + cmdline});
-  std::string header = WIFSIGNALED(status)
-                           ? fmt::format("firstfault run: the command was killed by signal {} (exit status {})\n",
-                                         WTERMSIG(status), rc)
-                           : fmt::format("firstfault run: the command exited with status {}\n", rc);
+  std::string header =
+      WIFSIGNALED(status)
+          ? fmt::format("firstfault run: the command was killed by signal {} (exit status {})\n", WTERMSIG(status), rc)
+          : fmt::format("firstfault run: the command exited with status {}\n", rc);
   std::string rendered;
   if (lo.format == "json") {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(report::render_json(d));

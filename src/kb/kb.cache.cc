@@ -59,8 +59,8 @@ void fields(auto& io, Is<FrameRule> auto& r) { io(r.path, r.category); }
 void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
 void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
-  io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs,
-     kb.exception_default_category, kb.teardown_exceptions, kb.library_frames, kb.lint);
+  io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs, kb.exception_default_category,
+     kb.teardown_exceptions, kb.library_frames, kb.lint);
 }
 void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
 void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }
@@ -68,18 +68,24 @@ void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }
 // Empties every field it is given (page_fields(clear, e) for a load without them).
 struct ClearFields {
   template <typename... T>
-  void operator()(T&... v) const { ((v = T{}), ...); }
+  void operator()(T&... v) const {
+    ((v = T{}), ...);
+  }
 };
 
 class CacheWriter {
  public:
   template <typename... T>
-  void operator()(const T&... v) { (put(v), ...); }
+  void operator()(const T&... v) {
+    (put(v), ...);
+  }
   const std::string& bytes() const { return out_; }
 
  private:
   template <typename T>
-  void scalar(T v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void scalar(T v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
   void put(uint32_t v) { scalar(v); }
   void put(uint64_t v) { scalar(v); }
   void put(int v) { scalar(v); }
@@ -102,7 +108,9 @@ class CacheWriter {
     for (const auto& [k, v] : m) put(k), put(v);
   }
   template <typename T>
-  void put(const T& x) { fields(*this, x); }
+  void put(const T& x) {
+    fields(*this, x);
+  }
 
   std::string out_;
 };
@@ -111,7 +119,9 @@ class CacheReader {
  public:
   explicit CacheReader(std::string_view in) : in_(in) {}
   template <typename... T>
-  void operator()(T&... v) { (get(v), ...); }
+  void operator()(T&... v) {
+    (get(v), ...);
+  }
   // Everything read was there and nothing is left over.
   bool complete() const { return ok_ && pos_ == in_.size(); }
   size_t pos() const { return pos_; }
@@ -135,8 +145,10 @@ class CacheReader {
   void enumerator(E& v, E last) {
     uint8_t b = 0;
     scalar(b);
-    if (b > static_cast<uint8_t>(last)) ok_ = false;
-    else v = static_cast<E>(b);
+    if (b > static_cast<uint8_t>(last))
+      ok_ = false;
+    else
+      v = static_cast<E>(b);
   }
   // Every item of a list takes at least four bytes, so a count the bytes left cannot hold
   // is damage, found before anything is built for it.
@@ -185,7 +197,9 @@ class CacheReader {
     }
   }
   template <typename T>
-  void get(T& x) { fields(*this, x); }
+  void get(T& x) {
+    fields(*this, x);
+  }
 
   std::string_view in_;
   size_t pos_ = 0;

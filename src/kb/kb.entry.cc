@@ -27,7 +27,8 @@ void parse_sources(FileChecker& c, const YAML::Node& p, const std::string& field
   YAML::Node src = p["source"];
   if (!src || src.IsNull()) return;
   std::vector<YAML::Node> items;
-  if (src.IsMap()) items.push_back(src);
+  if (src.IsMap())
+    items.push_back(src);
   else if (src.IsSequence())
     for (size_t i = 0; i < src.size(); ++i) items.push_back(src[i]);
   else {
@@ -51,9 +52,7 @@ void parse_sources(FileChecker& c, const YAML::Node& p, const std::string& field
     if (n["line"]) {
       try {
         s.line = n["line"].as<int>();
-      } catch (const YAML::Exception&) {
-        s.line = -1;
-      }
+      } catch (const YAML::Exception&) { s.line = -1; }
       if (s.line <= 0) c.fail(n["line"], at + ".line", "must be a positive line number");
     }
     if (s.url.empty() && (s.repo.empty() || s.path.empty() || s.ref.empty()))
@@ -81,7 +80,8 @@ void parse_verify(FileChecker& c, const YAML::Node& doc, Entry& e) {
       c.fail(v["where"], "verify.where", "must be shell, rerun or in-process");
     for (const auto& kv : v) {
       std::string k = kv.first.as<std::string>();
-      if (!contains({"command", "where", "expect"}, k)) c.fail(kv.second, "verify." + k, "unknown field (where, command, expect)");
+      if (!contains({"command", "where", "expect"}, k))
+        c.fail(kv.second, "verify." + k, "unknown field (where, command, expect)");
     }
   } else {
     e.verify = c.str(doc, "verify", true);
@@ -92,7 +92,8 @@ void parse_verify(FileChecker& c, const YAML::Node& doc, Entry& e) {
 void parse_faq(FileChecker& c, const YAML::Node& doc, Faq& faq) {
   if (YAML::Node f = doc["faq"]; f) {
     if (!f.IsMap()) {
-      c.fail(f, "faq", "must be a mapping (hardware_or_software, fix_time, inference, cheapest_confirm, scale, monitor, docs)");
+      c.fail(f, "faq",
+             "must be a mapping (hardware_or_software, fix_time, inference, cheapest_confirm, scale, monitor, docs)");
     } else {
       faq.hardware_or_software = c.str(f, "hardware_or_software", false);
       faq.fix_time = c.str(f, "fix_time", false);
@@ -102,16 +103,20 @@ void parse_faq(FileChecker& c, const YAML::Node& doc, Faq& faq) {
       faq.monitor = c.str(f, "monitor", false);
       if (YAML::Node d = f["docs"]; d && d.IsSequence()) {
         for (size_t i = 0; i < d.size(); ++i) {
-          if (d[i].IsScalar()) faq.docs.push_back({d[i].as<std::string>(), ""});
-          else if (d[i].IsMap()) faq.docs.push_back({c.str(d[i], "url", true), c.str(d[i], "note", false)});
-          else c.fail(d[i], "faq.docs[" + std::to_string(i) + "]", "must be a URL or {url, note}");
+          if (d[i].IsScalar())
+            faq.docs.push_back({d[i].as<std::string>(), ""});
+          else if (d[i].IsMap())
+            faq.docs.push_back({c.str(d[i], "url", true), c.str(d[i], "note", false)});
+          else
+            c.fail(d[i], "faq.docs[" + std::to_string(i) + "]", "must be a URL or {url, note}");
         }
       } else if (d) {
         c.fail(d, "faq.docs", "must be a list of {url, note}");
       }
       for (const auto& kv : f) {
         std::string k = kv.first.as<std::string>();
-        if (!contains({"hardware_or_software", "fix_time", "inference", "cheapest_confirm", "scale", "monitor", "docs"}, k))
+        if (!contains({"hardware_or_software", "fix_time", "inference", "cheapest_confirm", "scale", "monitor", "docs"},
+                      k))
           c.fail(kv.second, "faq." + k, "unknown question");
       }
     }
@@ -124,13 +129,19 @@ bool parse_pattern(FileChecker& c, const YAML::Node& p, const std::string& field
                    std::set<std::string>& seen, Pattern& pat) {
   pat.line = p.Mark().line + 1;
   pat.id = c.str(p, "id", true);
-  if (!pat.id.empty() && !seen.insert(pat.id).second) c.fail(p["id"], field + ".id", "duplicate pattern id '" + pat.id + "'");
+  if (!pat.id.empty() && !seen.insert(pat.id).second)
+    c.fail(p["id"], field + ".id", "duplicate pattern id '" + pat.id + "'");
   std::string role = c.str(p, "role", true);
-  if (role == "root") pat.role = Role::kRoot;
-  else if (role == "collateral") pat.role = Role::kCollateral;
-  else if (role == "symptom") pat.role = Role::kSymptom;
-  else if (role == "context") pat.role = Role::kContext;
-  else if (role == "completion") pat.role = Role::kCompletion;
+  if (role == "root")
+    pat.role = Role::kRoot;
+  else if (role == "collateral")
+    pat.role = Role::kCollateral;
+  else if (role == "symptom")
+    pat.role = Role::kSymptom;
+  else if (role == "context")
+    pat.role = Role::kContext;
+  else if (role == "completion")
+    pat.role = Role::kCompletion;
   else if (!role.empty())
     c.fail(p["role"], field + ".role", "must be root, collateral, symptom, context or completion");
   pat.precedence = pat.role == Role::kRoot         ? Precedence::kRoot
@@ -144,10 +155,12 @@ bool parse_pattern(FileChecker& c, const YAML::Node& p, const std::string& field
                                                                {"collateral", Precedence::kCollateral},
                                                                {"none", Precedence::kNone}};
     auto it = std::find_if(std::begin(kPrec), std::end(kPrec), [&](const auto& x) { return prec == x.first; });
-    if (it == std::end(kPrec)) c.fail(p["precedence"], field + ".precedence", "must be hardware, root, weak, collateral or none");
+    if (it == std::end(kPrec))
+      c.fail(p["precedence"], field + ".precedence", "must be hardware, root, weak, collateral or none");
     else if (pat.role != Role::kRoot && pat.role != Role::kCollateral && it->second != Precedence::kNone)
       c.fail(p["precedence"], field + ".precedence", "only a root or collateral pattern can be a failure");
-    else pat.precedence = it->second;
+    else
+      pat.precedence = it->second;
   }
   bool has_rx = p["regex"].IsDefined(), has_lit = p["literal"].IsDefined();
   if (has_rx == has_lit) {
@@ -163,9 +176,7 @@ bool parse_pattern(FileChecker& c, const YAML::Node& p, const std::string& field
   if (p["priority"]) {
     try {
       pat.priority = p["priority"].as<int>();
-    } catch (const YAML::Exception&) {
-      c.fail(p["priority"], field + ".priority", "must be an integer");
-    }
+    } catch (const YAML::Exception&) { c.fail(p["priority"], field + ".priority", "must be an integer"); }
   }
   parse_sources(c, p, field, pat);
   if (!pat.regex.empty() && !trusted) {
@@ -189,7 +200,8 @@ void parse_examples(FileChecker& c, const YAML::Node& doc, Entry& e) {
       } else if (exs[i].IsMap()) {
         ex.text = c.str(exs[i], "text", true);
         if (exs[i]["captures"] && exs[i]["captures"].IsMap()) {
-          for (const auto& kv : exs[i]["captures"]) ex.captures[kv.first.as<std::string>()] = kv.second.as<std::string>();
+          for (const auto& kv : exs[i]["captures"])
+            ex.captures[kv.first.as<std::string>()] = kv.second.as<std::string>();
         }
       } else {
         c.fail(exs[i], "examples[" + std::to_string(i) + "]", "must be a string or {text, captures}");
@@ -256,8 +268,7 @@ void parse_references(FileChecker& c, const YAML::Node& doc, Entry& e) {
 // Over 80 lines because it is the entry's field table: a line or two per field of
 // kb/README.md, in the order the file's problems are reported; the larger fields have
 // their own functions above.
-Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok,
-                  bool trusted) {
+Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok, bool trusted) {
   FileChecker c{path, errors};
   Entry e;
   e.file = path;

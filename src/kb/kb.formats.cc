@@ -18,8 +18,10 @@ namespace {
 template <typename T>
 void put_replacing(std::vector<T>& into, T item, std::string T::*key) {
   auto same = std::find_if(into.begin(), into.end(), [&](const T& x) { return x.*key == item.*key; });
-  if (same != into.end()) *same = std::move(item);
-  else into.push_back(std::move(item));
+  if (same != into.end())
+    *same = std::move(item);
+  else
+    into.push_back(std::move(item));
 }
 
 // A list of {KEY, category} rules (`exceptions:` by type, `frames:` by path); a rule
@@ -102,22 +104,26 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
   parse_category_rules(c, doc, "frames", "path", &FrameRule::path, kb.frames);
   parse_metrics(c, doc, kb.metric_specs);
   // Lists of words, each word once however many files give it.
-  for (auto [key, into] : {std::pair{"teardown", &kb.teardown_exceptions}, {"library_frames", &kb.library_frames},
-                           {"commands", &kb.lint.commands}, {"per_process_state", &kb.lint.per_process_state},
+  for (auto [key, into] : {std::pair{"teardown", &kb.teardown_exceptions},
+                           {"library_frames", &kb.library_frames},
+                           {"commands", &kb.lint.commands},
+                           {"per_process_state", &kb.lint.per_process_state},
                            {"configurable_frameworks", &kb.lint.configurable_frameworks},
                            {"code_example_kinds", &kb.lint.code_example_kinds}}) {
     if (YAML::Node n = doc[key]; n && n.IsSequence())
       for (const auto& t : c.list(doc, key, false))
         if (!contains(*into, t)) into->push_back(t);
   }
-  for (auto [key, into] : {std::pair{"default_branches", &kb.lint.default_branches}, {"singletons", &kb.lint.tag_singletons}}) {
+  for (auto [key, into] :
+       {std::pair{"default_branches", &kb.lint.default_branches}, {"singletons", &kb.lint.tag_singletons}}) {
     if (YAML::Node n = doc[key]; n && n.IsMap()) {
       for (const auto& kv : n) (*into)[kv.first.as<std::string>()] = kv.second.as<std::string>();
     } else if (n) {
       c.fail(n, key, "must be a mapping");
     }
   }
-  if (doc["exception_default_category"]) kb.exception_default_category = doc["exception_default_category"].as<std::string>();
+  if (doc["exception_default_category"])
+    kb.exception_default_category = doc["exception_default_category"].as<std::string>();
 }
 
 }  // namespace ff::kb

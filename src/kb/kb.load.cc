@@ -47,16 +47,16 @@ bool read_file(const std::string& path, std::string& out) {
   for (size_t got = 0; ok && got < out.size();) {
     ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ok = false;  // an error, or a file that shrank under us
-    else got += static_cast<size_t>(n);
+    if (n <= 0)
+      ok = false;  // an error, or a file that shrank under us
+    else
+      got += static_cast<size_t>(n);
   }
   ::close(fd);
   return ok;
 }
 
-bool is_format_path(const std::string& path) {
-  return path.find("formats/") != std::string::npos;
-}
+bool is_format_path(const std::string& path) { return path.find("formats/") != std::string::npos; }
 
 // 1-based line of the first byte of `s` that is not valid UTF-8, or 0 when it is all valid.
 int first_invalid_utf8_line(std::string_view s) {
@@ -178,7 +178,8 @@ LoadResult load_files(const std::vector<File>* files, const std::vector<std::str
     // 3. Parse.
     std::map<std::string, std::string> id_files, override_files;
     size_t first_parse_error = r.errors.size();
-    for (const File& f : files ? *files : embedded_files()) load_file(f, r.kb, r.errors, id_files, false, override_files);
+    for (const File& f : files ? *files : embedded_files())
+      load_file(f, r.kb, r.errors, id_files, false, override_files);
     for (const File& f : overrides) load_file(f, r.kb, r.errors, id_files, true, override_files);
     if (!cache_file.empty())
       write_cache(options.cache_dir, cache_file, hash, r.kb,

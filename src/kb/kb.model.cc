@@ -28,16 +28,15 @@ const char* precedence_name(Precedence p) {
 
 const std::vector<std::string>& categories() {
   static const std::vector<std::string> kCats = {
-      "gpu-memory", "host-memory", "numerical", "communication", "hardware",
-      "cuda-runtime", "checkpoint", "configuration", "data-pipeline", "launcher",
-      "storage", "compilation", "model-code", "hang"};
+      "gpu-memory",    "host-memory",   "numerical", "communication", "hardware",    "cuda-runtime", "checkpoint",
+      "configuration", "data-pipeline", "launcher",  "storage",       "compilation", "model-code",   "hang"};
   return kCats;
 }
 
 const std::vector<std::string>& phases() {
   static const std::vector<std::string> kPhases = {
-      "startup", "data-loading", "forward", "backward", "optimizer-step", "checkpoint",
-      "communication", "evaluation", "shutdown", "serving", "any"};
+      "startup",    "data-loading", "forward", "backward", "optimizer-step", "checkpoint", "communication",
+      "evaluation", "shutdown",     "serving", "any"};
   return kPhases;
 }
 

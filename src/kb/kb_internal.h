@@ -89,8 +89,7 @@ std::string check_regex(const std::string& rx);
 
 // One entry file's document (kb.entry.cc). `ok` is false when anything in it was wrong
 // (each problem is in `errors`); `trusted` skips the regex check (File::trusted).
-Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok,
-                  bool trusted);
+Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Error>& errors, bool& ok, bool trusted);
 
 // One formats file's document, merged into kb (kb.formats.cc): what has the id (or type,
 // path, name) of something already there replaces it.
@@ -106,8 +105,7 @@ inline constexpr const char* kCacheVersion = "kbcache-10";
 
 // The cached model and its files' errors, or false when the file is missing, damaged,
 // short, or of another version or key; `with_pages` decodes the page fields too.
-bool read_cache(const std::string& path, uint64_t hash, bool with_pages, KnowledgeBase& kb,
-                std::vector<Error>& errors);
+bool read_cache(const std::string& path, uint64_t hash, bool with_pages, KnowledgeBase& kb, std::vector<Error>& errors);
 // Writes the model and the errors of its files (atomically), and prunes old cache files.
 void write_cache(const std::string& dir, const std::string& path, uint64_t hash, const KnowledgeBase& kb,
                  const std::vector<Error>& errors);

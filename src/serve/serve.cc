@@ -31,7 +31,8 @@ void refuse(httplib::Response& res, int status, const std::string& message) {
   set_error(res, status, message);
 }
 
-Server::Server(Options options, Handlers handlers) : impl_(std::make_unique<Impl>(std::move(options), std::move(handlers))) {
+Server::Server(Options options, Handlers handlers)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handlers))) {
   impl_->loopback = is_loopback_address(impl_->options.bind);
   if (impl_->handlers.kb != nullptr) {
     impl_->entries = entries_json(*impl_->handlers.kb);
@@ -46,7 +47,8 @@ Result<int> Server::bind() {
   Impl& s = *impl_;
   if (s.options.port == 0) {
     s.port = s.http.bind_to_any_port(s.options.bind);
-    if (s.port <= 0) return make_error(ErrorCode::kIo, "cannot listen on " + s.options.bind + ": " + std::strerror(errno));
+    if (s.port <= 0)
+      return make_error(ErrorCode::kIo, "cannot listen on " + s.options.bind + ": " + std::strerror(errno));
   } else {
     if (!s.http.bind_to_port(s.options.bind, s.options.port))
       return make_error(ErrorCode::kIo, fmt::format("cannot listen on {} port {}: {} (--port 0 picks a free one)",
@@ -66,7 +68,8 @@ void Server::stop() { impl_->http.stop(); }
 
 void Server::Impl::routes() {
   const Limits& lim = options.limits;
-  const unsigned threads = lim.connection_threads != 0 ? lim.connection_threads : lim.max_running + lim.max_waiting + 32;
+  const unsigned threads =
+      lim.connection_threads != 0 ? lim.connection_threads : lim.max_running + lim.max_waiting + 32;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_read_timeout(lim.read_timeout_s, 0);
   http.set_write_timeout(lim.write_timeout_s, 0);
@@ -129,9 +132,7 @@ void Server::Impl::routes() {
     std::string what = "internal error";
     try {
       if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = std::string("internal error: ") + e.what();
-    } catch (...) {
+    } catch (const std::exception& e) { what = std::string("internal error: ") + e.what(); } catch (...) {
     }
     set_error(res, 500, what);
   });
@@ -157,7 +158,8 @@ void Server::Impl::routes() {
   http.Get("/api/samples", [](const httplib::Request&, httplib::Response& res) {
     json arr = json::array();
     for (const Sample& s : samples())
-      arr.push_back({{"name", s.name}, {"title", s.title}, {"bytes", s.text.size()}, {"url", "/samples/" + std::string(s.name)}});
+      arr.push_back(
+          {{"name", s.name}, {"title", s.title}, {"bytes", s.text.size()}, {"url", "/samples/" + std::string(s.name)}});
     res.set_content(dump(arr), "application/json");
   });
   http.Get(R"(/samples/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
@@ -182,7 +184,8 @@ void Server::Impl::routes() {
   });
   auto search = [this](const std::string& q, const httplib::Request& req, httplib::Response& res) {
     size_t limit = 10;
-    if (req.has_param("limit")) limit = static_cast<size_t>(std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10));
+    if (req.has_param("limit"))
+      limit = static_cast<size_t>(std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10));
     if (trim(q).empty()) return set_error(res, 400, "an empty query: /api/search?q=words or a pasted error line");
     res.set_content(handlers.search(q, limit), "application/json");
     res.set_header("Content-Security-Policy", kApiCsp);
@@ -190,19 +193,20 @@ void Server::Impl::routes() {
   http.Get("/api/search", [search](const httplib::Request& req, httplib::Response& res) {
     search(req.get_param_value("q"), req, res);
   });
-  http.Post("/api/search", [search](const httplib::Request& req, httplib::Response& res,
-                                    const httplib::ContentReader& reader) {
-    std::string body;
-    if (!read_small_body(reader, 1u << 20, body)) {
-      return refuse(res, 413, "a search query of more than 1 MiB, or one that could not be read");
-    }
-    search(body, req, res);
-  });
+  http.Post("/api/search",
+            [search](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+              std::string body;
+              if (!read_small_body(reader, 1u << 20, body)) {
+                return refuse(res, 413, "a search query of more than 1 MiB, or one that could not be read");
+              }
+              search(body, req, res);
+            });
   http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) { diagnose(req, res, reader); });
   http.Get(R"(/report/([0-9a-f]{16})\.(html|md|json))", [this](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Diagnosed> d = reports.get(req.matches[1].str());
-    if (!d) return set_error(res, 404, "this diagnosis is no longer kept (the server keeps the newest few); diagnose again");
+    if (!d)
+      return set_error(res, 404, "this diagnosis is no longer kept (the server keeps the newest few); diagnose again");
     const std::string kind = req.matches[2].str();
     const bool download = req.get_param_value("download") == "1";
     if (kind == "html") {
@@ -210,7 +214,8 @@ void Server::Impl::routes() {
       res.set_header("Content-Security-Policy", kReportCsp);
       res.set_header("X-Frame-Options", "SAMEORIGIN");
     } else {
-      res.set_content(kind == "md" ? d->markdown : d->json, kind == "md" ? "text/markdown; charset=utf-8" : "application/json");
+      res.set_content(kind == "md" ? d->markdown : d->json,
+                      kind == "md" ? "text/markdown; charset=utf-8" : "application/json");
       res.set_header("Content-Security-Policy", kApiCsp);
     }
     if (download)

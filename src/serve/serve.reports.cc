@@ -9,9 +9,7 @@ namespace ff::serve {
 std::string ReportStore::put(std::shared_ptr<const Diagnosed> d) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string id;
-  do {
-    id = fmt::format("{:016x}", rng_());
-  } while (by_id_.count(id) > 0);
+  do { id = fmt::format("{:016x}", rng_()); } while (by_id_.count(id) > 0);
   by_id_[id] = std::move(d);
   order_.push_back(id);
   while (order_.size() > most_) {

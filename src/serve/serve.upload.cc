@@ -142,11 +142,13 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
     case Admission::Outcome::kAdmitted: break;
     case Admission::Outcome::kQueueFull:
       res.set_header("Retry-After", "5");
-      return refuse(res, 503, fmt::format("busy: {} diagnoses running and {} waiting; try again in a few seconds",
-                                          lim.max_running, lim.max_waiting));
+      return refuse(res, 503,
+                    fmt::format("busy: {} diagnoses running and {} waiting; try again in a few seconds",
+                                lim.max_running, lim.max_waiting));
     case Admission::Outcome::kTimedOut:
       res.set_header("Retry-After", "10");
-      return refuse(res, 503, fmt::format("busy: no diagnosis slot came free within {} s; try again", lim.queue_wait_s));
+      return refuse(res, 503,
+                    fmt::format("busy: no diagnosis slot came free within {} s; try again", lim.queue_wait_s));
   }
   struct Leave {
     Admission& a;
@@ -198,9 +200,10 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   feed.finish();
   worker.join();
   if (over) {
-    return refuse(res, 413, fmt::format("the upload is larger than {} bytes, the most this server accepts "
-                                        "(firstfault serve --max-upload)",
-                                        lim.max_upload_bytes));
+    return refuse(res, 413,
+                  fmt::format("the upload is larger than {} bytes, the most this server accepts "
+                              "(firstfault serve --max-upload)",
+                              lim.max_upload_bytes));
   }
   if (no_pipe) return set_error(res, 503, std::string("cannot start a diagnosis: ") + std::strerror(errno));
   if (!ok) {
