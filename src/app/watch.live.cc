@@ -143,6 +143,9 @@ class Hooks {
   std::vector<pid_t> running_;
 };
 
+Live::Live(const Options& opt, const LiveOptions& lo, bool print_alerts)
+    : opt_(opt), lo_(lo), print_alerts_(print_alerts) {}
+
 Live::~Live() = default;
 
 int Live::start(const std::vector<std::string>& names) {

@@ -41,8 +41,8 @@ class Hooks;
 // What watch and run share: the KB, the session, the alerts' printing, hooks, metrics.
 class Live {
  public:
-  Live(const Options& opt, const LiveOptions& lo, bool print_alerts)
-      : opt_(opt), lo_(lo), print_alerts_(print_alerts) {}
+  // Out of line, as the destructor: Hooks is complete only in watch.live.cc.
+  Live(const Options& opt, const LiveOptions& lo, bool print_alerts);
   ~Live();
 
   // 0, or 2 with the problem said.
