@@ -156,6 +156,8 @@ bool add_member(archive* a, const std::string& name, const std::string& bytes, s
 
 }  // namespace
 
+// Over 80 lines: the bundle is written in one pass, file after file into one archive, and
+// its manifest lists them in that order; the steps read best as the list they are.
 int run_bundle(const Options& given) {
   Options opt = given;
   opt.redact = !given.no_redact;

@@ -81,7 +81,7 @@ bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& sca
                      const std::vector<std::string>& names, DiagnosedJob& job);
 
 // The second half of diagnose_loaded: the diagnosis of events already scanned (watch's
-// live analyses, app/watch.cc), with the same rules, commands and redaction.
+// live analyses, app/watch.live.cc), with the same rules, commands and redaction.
 bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
                      const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job);
 

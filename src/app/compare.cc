@@ -104,6 +104,9 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
   return d;
 }
 
+// Over 80 lines: the diff is a report written top to bottom (both runs mined, the first
+// departure, new and changed templates, fingerprints, then text or JSON), each part using
+// what the ones above found.
 int run_diff(const Options& opt) {
   auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
   if (!loaded) return 2;
@@ -308,6 +311,7 @@ int run_diff(const Options& opt) {
   return fresh.empty() && d.verdict == analyze::VerdictKind::kHealthy ? 0 : 1;
 }
 
+// Over 80 lines: like run_diff, a report written top to bottom over what both runs gave.
 int run_verify(const Options& opt) {
   auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
   if (!loaded) return 2;

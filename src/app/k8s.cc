@@ -212,6 +212,8 @@ std::optional<json> get_json(const Kubectl& k, std::initializer_list<std::string
 
 }  // namespace
 
+// Over 80 lines: one job's whole course in order (kubectl's JSON, the pods, the memory
+// file, the log streams fed as they come, the diagnosis), each step said if it fails.
 int run_k8s(Options opt, const SchedulerOptions& so) {
   Kubectl k;
   k.base = {"kubectl"};

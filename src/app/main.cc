@@ -119,6 +119,8 @@ void suggest_options(const CLI::App& app, const std::vector<std::string>& words)
   }
 }
 
+// Over 80 lines: the command tree is declared here, in one place (flags as data for
+// CLI11), so that --help, the shell completions and the dispatch all read the one list.
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   ff::app::Options opt;

@@ -409,6 +409,8 @@ std::string one_line_summary(const analyze::Diagnosis& d) {
   return s;
 }
 
+// Over 80 lines: the epilog's course under its watchdog, in order (the job's facts, its
+// owner, the logs, the diagnosis, where it is written), each step bounded by the deadline.
 int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
   const auto t0 = Clock::now();
   const double timeout = std::clamp(so.timeout_s, 1.0, 3600.0);

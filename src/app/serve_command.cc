@@ -44,6 +44,8 @@ void stop_server(int) {
 
 }  // namespace
 
+// Over 80 lines: the handlers handed to serve are lambdas over this function's loaded KB
+// and options; they are set up, then the server runs until a signal.
 int run_serve(const Options& opt) {
   if (!serve::is_loopback_address(opt.bind) && !opt.allow_remote) {
     fmt::print(stderr,

@@ -20,6 +20,8 @@
 
 namespace ff::app::live {
 
+// Over 80 lines: the command's life in order (pipes, fork, the poll loop passing bytes on
+// and feeding the session, the exit, the report), sharing the pipes and the child's status.
 int run_run(const Options& opt, const LiveOptions& lo) {
   if (lo.command.empty()) {
     say_error("run: no command (firstfault run -- python3 train.py ...)");

@@ -66,6 +66,8 @@ bool Server::run() {
 
 void Server::stop() { impl_->http.stop(); }
 
+// Over 80 lines: the route table, every route with its handler and headers in one place,
+// so that what the server answers (and nothing else) can be read at once.
 void Server::Impl::routes() {
   const Limits& lim = options.limits;
   const unsigned threads =

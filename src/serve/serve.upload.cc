@@ -123,6 +123,8 @@ bool read_small_body(const httplib::ContentReader& reader, size_t most, std::str
   return ok && !over;
 }
 
+// Over 80 lines: one upload's life in order (the limit, a slot, the diagnosing thread fed
+// while the body is read, then the answer for each outcome), sharing the feed and the slot.
 void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
   const Limits& lim = options.limits;
   res.set_header("Cache-Control", "no-store");
