@@ -118,12 +118,13 @@ std::string evidence_text(const analyze::Diagnosis& d) {
     if (!p.evidence.empty()) out += fmt::format("   {}:{}\n", p.evidence[0].source, p.evidence[0].line);
     for (const auto& c : p.context_before) out += fmt::format("{:>8}  {}\n", c.line, c.text);
     if (!p.evidence.empty()) out += fmt::format("{:>8}> {}\n", p.evidence[0].line, p.evidence[0].text);
-    for (const auto& f : p.traceback) out += fmt::format("   frame {}:{}{}\n", f.file, f.line, f.function.empty() ? "" : " in " + f.function);
+    for (const auto& f : p.traceback)
+      out += fmt::format("   frame {}:{}{}\n", f.file, f.line, f.function.empty() ? "" : " in " + f.function);
   }
   for (const auto& c : d.collateral) {
     out += fmt::format("\n== collateral: {} x{}{}\n   {}:{}\n{:>8}> {}\n", c.title, c.count,
-                       c.ranks.empty() ? "" : fmt::format(" on {} rank(s)", c.ranks.size()), c.first.source, c.first.line,
-                       c.first.line, c.first.text);
+                       c.ranks.empty() ? "" : fmt::format(" on {} rank(s)", c.ranks.size()), c.first.source,
+                       c.first.line, c.first.line, c.first.text);
   }
   std::map<int, const analyze::TimelineEntry*> first_per_rank;
   for (const auto& t : d.timeline)
@@ -155,6 +156,8 @@ bool add_member(archive* a, const std::string& name, const std::string& bytes, s
 
 }  // namespace
 
+// Over 80 lines: the bundle is written in one pass, file after file into one archive, and
+// its manifest lists them in that order; the steps read best as the list they are.
 int run_bundle(const Options& given) {
   Options opt = given;
   opt.redact = !given.no_redact;
@@ -201,9 +204,11 @@ int run_bundle(const Options& given) {
   std::string evidence = evidence_text(d);
   std::string environment = env.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 
-  const std::vector<std::pair<std::string, const std::string*>> members = {
-      {"diagnosis.json", &json}, {"diagnosis.md", &md}, {"report.html", &html},
-      {"evidence.txt", &evidence}, {"environment.json", &environment}};
+  const std::vector<std::pair<std::string, const std::string*>> members = {{"diagnosis.json", &json},
+                                                                           {"diagnosis.md", &md},
+                                                                           {"report.html", &html},
+                                                                           {"evidence.txt", &evidence},
+                                                                           {"environment.json", &environment}};
   nlohmann::ordered_json manifest;
   manifest["schema"] = "firstfault.bundle/1";
   manifest["generator"] = "firstfault " FF_VERSION;
@@ -211,16 +216,20 @@ int run_bundle(const Options& given) {
   manifest["primary"] = d.primary ? nlohmann::ordered_json(d.primary->id) : nlohmann::ordered_json(nullptr);
   manifest["redacted"] = job.redactor.has_value();
   manifest["inputs"] = nlohmann::ordered_json::array();
-  for (const auto& s : d.sources) manifest["inputs"].push_back({{"name", s.name}, {"lines", s.lines}, {"bytes", s.bytes}});
+  for (const auto& s : d.sources)
+    manifest["inputs"].push_back({{"name", s.name}, {"lines", s.lines}, {"bytes", s.bytes}});
   manifest["files"] = nlohmann::ordered_json::array();
   static const std::map<std::string, std::string> what = {
       {"diagnosis.json", "the diagnosis, JSON contract firstfault.diagnosis/2 (docs/json-output.md)"},
       {"diagnosis.md", "the diagnosis as Markdown, for an issue or a chat"},
       {"report.html", "the diagnosis as one self-contained page (timeline, plots)"},
-      {"evidence.txt", "the decisive lines with the lines before them, each collateral incident's first line, each rank's first event"},
+      {"evidence.txt",
+       "the decisive lines with the lines before them, each collateral incident's first line, each rank's first event"},
       {"environment.json", "versions, GPU, driver and world size as the log states them (first values, where seen)"}};
   for (const auto& [name, bytes] : members)
-    manifest["files"].push_back({{"name", name}, {"bytes", bytes->size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(*bytes))},
+    manifest["files"].push_back({{"name", name},
+                                 {"bytes", bytes->size()},
+                                 {"fnv1a64", fmt::format("{:016x}", fnv1a64(*bytes))},
                                  {"what", what.at(name)}});
   std::string manifest_text = manifest.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 
@@ -239,7 +248,8 @@ int run_bundle(const Options& given) {
   archive_write_free(a);
   if (problem.empty()) problem = write_output_file(opt.output, tgz);
   if (!problem.empty()) {
-    fmt::print(stderr, "firstfault: cannot write {}: {}\n", escape_for_terminal(opt.output), escape_for_terminal(problem));
+    fmt::print(stderr, "firstfault: cannot write {}: {}\n", escape_for_terminal(opt.output),
+               escape_for_terminal(problem));
     return 2;
   }
   fmt::print("wrote {}: {} ({}){}\n  {}\n", escape_for_terminal(opt.output), analyze::verdict_name(d.verdict),

@@ -20,7 +20,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::vector<std::string> kb_dirs;
   std::string format = "text";
-  std::string color = "auto";
+  std::string colour = "auto";  // --color: auto, always, never
   bool verbose = false;
   bool no_cache = false;
   std::string filter_category;
@@ -30,16 +30,16 @@ struct Options {
   bool list_tags = false;
   bool strict_pages = false;  // kb check --strict: the page rules fail --kb entries too  // kb list --tags: the tags with how many entries use each
   std::string entry_id;
-  std::vector<std::string> words;  // search: the query (words, a pasted line, or - for stdin)
-  size_t limit = 10;               // search: most results shown (0 = all)
-  std::string out_dir;             // site: where the encyclopedia is written
-  std::string output;              // diagnose -o: the report's file ("" or "-": stdout)
-  std::string site_url;            // diagnose --site-url: the encyclopedia, for the html report's links
+  std::vector<std::string> words;    // search: the query (words, a pasted line, or - for stdin)
+  size_t limit = 10;                 // search: most results shown (0 = all)
+  std::string out_dir;               // site: where the encyclopedia is written
+  std::string output;                // diagnose -o: the report's file ("" or "-": stdout)
+  std::string site_url;              // diagnose --site-url: the encyclopedia, for the html report's links
   std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
-  uint64_t max_bytes = 0;  // decompressed bytes read over all inputs; 0 = io's default
-  unsigned threads = 0;    // scanning threads; 0 = one per core (app/perf.h)
-  size_t chunk_bytes = 0;  // bytes per chunk of lines; 0 = the scan's default
-  uint64_t map_min = 0;    // hidden --map-min: map files this large at once (tests); 0 = the default
+  uint64_t max_bytes = 0;            // decompressed bytes read over all inputs; 0 = io's default
+  unsigned threads = 0;              // scanning threads; 0 = one per core (app/perf.h)
+  size_t chunk_bytes = 0;            // bytes per chunk of lines; 0 = the scan's default
+  uint64_t map_min = 0;              // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged
@@ -49,13 +49,13 @@ struct Options {
   // serve
   std::string bind = "127.0.0.1";
   int port = 8765;
-  bool open_browser = false;     // --open
-  bool allow_remote = false;     // --allow-remote: a --bind address other than loopback
+  bool open_browser = false;  // --open
+  bool allow_remote = false;  // --allow-remote: a --bind address other than loopback
   uint64_t max_upload = 8ull << 30;
-  unsigned jobs = 0;             // diagnoses at once; 0: one per core (at least 2)
-  unsigned queue = 64;           // diagnoses waiting behind them
-  int read_timeout = 10;         // seconds a client may stay silent
-  bool no_history = false;       // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
+  unsigned jobs = 0;        // diagnoses at once; 0: one per core (at least 2)
+  unsigned queue = 64;      // diagnoses waiting behind them
+  int read_timeout = 10;    // seconds a client may stay silent
+  bool no_history = false;  // --no-history (or FIRSTFAULT_NO_HISTORY=1): keep no history (app/history.h)
 };
 
 // A job's diagnosis, as `diagnose` prints it (redacted when opt.redact; input problems
@@ -63,7 +63,7 @@ struct Options {
 struct DiagnosedJob {
   analyze::Diagnosis d;
   std::optional<redact::Redactor> redactor;
-  bool nothing_read = false;  // no input could be read
+  bool nothing_read = false;        // no input could be read
   std::vector<Error> input_errors;  // what could not be read (also in the verdict's reasons)
 };
 int diagnose_job(const Options& opt, DiagnosedJob& job);
@@ -73,14 +73,23 @@ int diagnose_job(const Options& opt, DiagnosedJob& job);
 // names them. The input errors are kept in job.input_errors, not printed. False when
 // --redact could not start (said on stderr).
 struct Loaded;
+enum class KbFields;
+// load_everything (app/kb_check.h) with its failure said on stderr: nullopt then, and the
+// command exits 2.
+std::optional<Loaded> load_or_say(const Options& opt, bool quiet_kb_errors, KbFields fields);
+
 using ScanFn = std::function<scan::JobStats(const scan::Engine&, scan::EventSink&)>;
 bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
                      const std::vector<std::string>& names, DiagnosedJob& job);
 
 // The second half of diagnose_loaded: the diagnosis of events already scanned (watch's
-// live analyses, app/watch.cc), with the same rules, commands and redaction.
+// live analyses, app/watch.live.cc), with the same rules, commands and redaction.
 bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
                      const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job);
+
+// --color: always, never, or auto: colour when the output is a terminal (`tty`) and
+// NO_COLOR is not set (no-color.org).
+bool use_colour(const Options& opt, bool tty);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 std::string write_output_file(const std::string& path, std::string_view bytes);

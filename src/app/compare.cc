@@ -80,11 +80,6 @@ Mined mine(const scan::Engine& engine, const std::vector<std::string>& inputs, b
   return m;
 }
 
-bool use_color(const Options& opt) {
-  const char* no_color = std::getenv("NO_COLOR");
-  return opt.color == "always" || (opt.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
-}
-
 }  // namespace
 
 analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::string>& inputs,
@@ -102,26 +97,27 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
   numbers.last_time_clock = stats.last_time_clock;
   numbers.seen_in_control = std::move(seen_in_control);
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
-  analyze::Diagnosis d = analyze::diagnose(sink.events, summarize_sources(stats), *loaded.kb, numbers);
+  analyze::Diagnosis d = analyze::diagnose(sink.events, summarise_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);
   if (read_anything) *read_anything = !stats.sources.empty();
   return d;
 }
 
+// Over 80 lines: the diff is a report written top to bottom (both runs mined, the first
+// departure, new and changed templates, fingerprints, then text or JSON), each part using
+// what the ones above found.
 int run_diff(const Options& opt) {
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   Mined failed = mine(*loaded->engine, opt.inputs, opt.follow_symlinks);
   Mined control = mine(*loaded->engine, opt.control, opt.follow_symlinks);
   std::optional<redact::Redactor> redactor;  // --redact: what is shown, after the analysis
   if (opt.redact && !start_redactor(redactor, {}, failed.errors)) return 2;
   if (redactor) redact_errors(control.errors, *redactor);
   for (const auto& e : failed.errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
-  for (const auto& e : control.errors) fmt::print(stderr, "firstfault: control: {}\n", escape_for_terminal(e.to_string()));
+  for (const auto& e : control.errors)
+    fmt::print(stderr, "firstfault: control: {}\n", escape_for_terminal(e.to_string()));
   if (failed.names.empty() || control.names.empty()) {
     fmt::print(stderr, "firstfault: diff needs readable logs on both sides\n");
     return 2;
@@ -143,7 +139,8 @@ int run_diff(const Options& opt) {
   };
   std::vector<const template_::Template*> fresh;
   std::vector<Row> changed;
-  double fl = std::max<double>(1, double(failed.miner.lines())), cl = std::max<double>(1, double(control.miner.lines()));
+  double fl = std::max<double>(1, double(failed.miner.lines())),
+         cl = std::max<double>(1, double(control.miner.lines()));
   for (const auto& t : failed.miner.templates()) {
     bool known = control_texts.count(t.text) || control_texts.count(template_::mask(t.first_text));
     if (!known) {
@@ -170,10 +167,14 @@ int run_diff(const Options& opt) {
     std::string type, msg;
     LineWinner w = best_entry_for_line(*loaded->engine, text);
     const kb::Entry* e = w.entry_id.empty() ? nullptr : loaded->kb->find(w.entry_id);
-    bool failure_line = (e && (e->severity == "fatal" || e->severity == "error")) || record::parse_exception_line(text, type, msg);
-    if (failure_line) own.push_back(t);
-    else if (frame) ++frames;
-    else other.push_back(t);
+    bool failure_line =
+        (e && (e->severity == "fatal" || e->severity == "error")) || record::parse_exception_line(text, type, msg);
+    if (failure_line)
+      own.push_back(t);
+    else if (frame)
+      ++frames;
+    else
+      other.push_back(t);
   }
   fresh = own;
   fresh.insert(fresh.end(), other.begin(), other.end());
@@ -195,8 +196,10 @@ int run_diff(const Options& opt) {
   std::string control_warning;
   if (!control_healthy) {
     control_warning = fmt::format("the control run is not healthy ({}", analyze::verdict_name(control_d.verdict));
-    if (control_d.primary) control_warning += ": " + control_d.primary->title;
-    else if (!control_d.reasons.empty()) control_warning += ": " + control_d.reasons.front().text;
+    if (control_d.primary)
+      control_warning += ": " + control_d.primary->title;
+    else if (!control_d.reasons.empty())
+      control_warning += ": " + control_d.reasons.front().text;
     control_warning += "); lines it shares with the failed run may be part of the failure";
   }
   // The failure's own decisive line first among the new lines.
@@ -237,8 +240,11 @@ int run_diff(const Options& opt) {
     j["new_templates"] = ordered_json::array();
     for (size_t i = 0; i < fresh.size() && i < limit * 5; ++i) {
       const auto* t = fresh[i];
-      j["new_templates"].push_back({{"template", t->text}, {"count", t->count}, {"source", name_of(t)},
-                                    {"line", t->first.line}, {"first", sanitize_utf8(t->first_text)}});
+      j["new_templates"].push_back({{"template", t->text},
+                                    {"count", t->count},
+                                    {"source", name_of(t)},
+                                    {"line", t->first.line},
+                                    {"first", sanitize_utf8(t->first_text)}});
     }
     j["new_templates_total"] = fresh.size();
     j["failure_lines"] = own.size();
@@ -250,7 +256,8 @@ int run_diff(const Options& opt) {
                                    {"per_10k_lines_control", changed[i].rate_control * 1e4}});
     }
     if (first_departure) {
-      j["first_departure"] = {{"source", name_of(first_departure)}, {"line", first_departure->first.line},
+      j["first_departure"] = {{"source", name_of(first_departure)},
+                              {"line", first_departure->first.line},
                               {"text", sanitize_utf8(first_departure->first_text)}};
     } else {
       j["first_departure"] = nullptr;
@@ -269,16 +276,18 @@ int run_diff(const Options& opt) {
     out += fmt::format("{} lines in the failed run, {} in the control; {} templates are new in the failed run\n\n",
                        failed.miner.lines(), control.miner.lines(), fresh.size());
     if (first_departure) {
-      out += fmt::format("First departure from the control:\n  {}:{}\n  > {}\n\n", escape_for_terminal(name_of(first_departure)),
-                         first_departure->first.line, escape_for_terminal(first_departure->first_text));
+      out += fmt::format("First departure from the control:\n  {}:{}\n  > {}\n\n",
+                         escape_for_terminal(name_of(first_departure)), first_departure->first.line,
+                         escape_for_terminal(first_departure->first_text));
     }
     if (!fresh.empty()) {
-      out += fmt::format("New in the failed run (absent from the control): the failure's own lines first ({}), then the "
-                         "rest, each in order of first appearance{}:\n",
-                         own.size(), frames ? fmt::format("; {} traceback frame lines hidden", frames) : "");
+      out += fmt::format(
+          "New in the failed run (absent from the control): the failure's own lines first ({}), then the "
+          "rest, each in order of first appearance{}:\n",
+          own.size(), frames ? fmt::format("; {} traceback frame lines hidden", frames) : "");
       for (size_t i = 0; i < fresh.size() && i < limit; ++i) {
-        out += fmt::format("  {:>5}x  {}:{}  {}\n", fresh[i]->count, escape_for_terminal(name_of(fresh[i])), fresh[i]->first.line,
-                           escape_for_terminal(fresh[i]->first_text.substr(0, 160)));
+        out += fmt::format("  {:>5}x  {}:{}  {}\n", fresh[i]->count, escape_for_terminal(name_of(fresh[i])),
+                           fresh[i]->first.line, escape_for_terminal(fresh[i]->first_text.substr(0, 160)));
       }
       if (fresh.size() > limit) out += fmt::format("  ... {} more (--limit)\n", fresh.size() - limit);
     }
@@ -290,7 +299,7 @@ int run_diff(const Options& opt) {
       }
     }
     report::TextOptions to;
-    to.color = use_color(opt);
+    to.color = use_colour(opt, isatty(STDOUT_FILENO));
     out += "\nDiagnosis of the failed run (lines the control also prints are treated as noise):\n\n";
     out += report::render_text(d, to);
     std::cout << (redactor ? redactor->apply(out) + redaction_line(*redactor) : out);
@@ -302,12 +311,10 @@ int run_diff(const Options& opt) {
   return fresh.empty() && d.verdict == analyze::VerdictKind::kHealthy ? 0 : 1;
 }
 
+// Over 80 lines: like run_diff, a report written top to bottom over what both runs gave.
 int run_verify(const Options& opt) {
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   bool read_before = false, read_after = false;
   analyze::Diagnosis before = diagnose_inputs(*loaded, opt.inputs, {}, &read_before, opt.follow_symlinks);
   analyze::Diagnosis after = diagnose_inputs(*loaded, opt.control, {}, &read_after, opt.follow_symlinks);
@@ -329,7 +336,8 @@ int run_verify(const Options& opt) {
   if (after.primary) after_fps.insert(after.primary->fingerprint);
   for (const auto& c : after.collateral) after_fps.insert(c.fingerprint);
   bool original_present = !before_fp.empty() && after_fps.count(before_fp);
-  bool new_failure = after.verdict == analyze::VerdictKind::kFailed && (!after.primary || after.primary->fingerprint != before_fp);
+  bool new_failure =
+      after.verdict == analyze::VerdictKind::kFailed && (!after.primary || after.primary->fingerprint != before_fp);
   // Fixed needs the rerun to get past the point where the original failed: its own
   // completion, or a later step. A rerun cut off before it proves nothing.
   const analyze::Progress& pb = before.progress;
@@ -357,8 +365,8 @@ int run_verify(const Options& opt) {
   } else {
     outcome = "inconclusive";
     if (pa.last_step && pb.failed_at)
-      detail = "the signature is gone, but the rerun stops at step " + step(*pa.last_step) + "; the original failed at step " +
-               step(*pb.failed_at);
+      detail = "the signature is gone, but the rerun stops at step " + step(*pa.last_step) +
+               "; the original failed at step " + step(*pb.failed_at);
     else if (pa.last_step)
       detail = "the signature is gone, but the rerun stops at step " + step(*pa.last_step) +
                " without completing, and the original's failing step is not known";
@@ -403,21 +411,27 @@ int run_verify(const Options& opt) {
     }
     std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   } else {
-    std::string word = outcome == "fixed" ? "FIXED" : outcome == "still-failing" ? "STILL FAILING"
-                       : outcome == "replaced"                      ? "REPLACED"
-                       : outcome == "inconclusive"                  ? "INCONCLUSIVE"
-                                                                    : "NOTHING TO VERIFY";
+    std::string word = outcome == "fixed"           ? "FIXED"
+                       : outcome == "still-failing" ? "STILL FAILING"
+                       : outcome == "replaced"      ? "REPLACED"
+                       : outcome == "inconclusive"  ? "INCONCLUSIVE"
+                                                    : "NOTHING TO VERIFY";
     // Ids, titles and summaries may come from a --kb directory, summaries quote the logs:
     // each line is shown escaped (issue 14).
     auto t = [&](const std::string& s) { return escape_for_terminal(redactor ? redactor->apply(s) : s); };
     std::cout << t(fmt::format("{}  {}", word, detail)) << "\n";
     if (before.primary)
-      std::cout << t(fmt::format("  before: {} [{}] fingerprint {}", before.primary->title, before.primary->category, before_fp)) << "\n";
+      std::cout << t(fmt::format("  before: {} [{}] fingerprint {}", before.primary->title, before.primary->category,
+                                 before_fp))
+                << "\n";
     std::cout << t(fmt::format("  after:  {}", after.primary ? after.primary->title + " [" + after.primary->category +
-                                                                  "] fingerprint " + after.primary->fingerprint
-                                                            : std::string(analyze::verdict_name(after.verdict)))) << "\n";
-    if (!collateral_gone.empty()) std::cout << t(fmt::format("  collateral gone: {}", fmt::join(collateral_gone, ", "))) << "\n";
-    if (!collateral_left.empty()) std::cout << t(fmt::format("  collateral still there: {}", fmt::join(collateral_left, ", "))) << "\n";
+                                                                   "] fingerprint " + after.primary->fingerprint
+                                                             : std::string(analyze::verdict_name(after.verdict))))
+              << "\n";
+    if (!collateral_gone.empty())
+      std::cout << t(fmt::format("  collateral gone: {}", fmt::join(collateral_gone, ", "))) << "\n";
+    if (!collateral_left.empty())
+      std::cout << t(fmt::format("  collateral still there: {}", fmt::join(collateral_left, ", "))) << "\n";
     for (const auto& n : number_changes) std::cout << t("  numbers: " + n) << "\n";
     if (redactor) std::cout << redaction_line(*redactor);
   }

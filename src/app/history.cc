@@ -34,13 +34,15 @@ constexpr const char* kSchema =
     " UNIQUE (job, attempt, fingerprint));"
     "CREATE INDEX IF NOT EXISTS diagnoses_fingerprint ON diagnoses (fingerprint, at);";
 
-// A prepared statement, finalized when it goes.
+// A prepared statement, finalised when it goes.
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == SQLITE_OK; }
   ~Stmt() { sqlite3_finalize(s_); }
   bool ok() const { return ok_; }
-  void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
   void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
   int step() { return sqlite3_step(s_); }
   std::string text(int i) {
@@ -64,7 +66,11 @@ std::string count_word(int n) {
 
 std::string ordinal(int n) {
   const int mod100 = n % 100, mod10 = n % 10;
-  const char* suffix = (mod100 >= 11 && mod100 <= 13) ? "th" : mod10 == 1 ? "st" : mod10 == 2 ? "nd" : mod10 == 3 ? "rd" : "th";
+  const char* suffix = (mod100 >= 11 && mod100 <= 13) ? "th"
+                       : mod10 == 1                   ? "st"
+                       : mod10 == 2                   ? "nd"
+                       : mod10 == 3                   ? "rd"
+                                                      : "th";
   return std::to_string(n) + suffix;
 }
 
@@ -183,7 +189,8 @@ Recurrence History::recurrence(const HistoryRow& row, int64_t now_s) {
   for (const auto& [node, n] : per_node) {
     if (n > 1) out.nodes.emplace_back(node, n);
   }
-  std::stable_sort(out.nodes.begin(), out.nodes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(out.nodes.begin(), out.nodes.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   if (out.times > 1) {
     out.line = fmt::format("{} time this week ({})", ordinal(out.times), row.entry);
     if (!out.nodes.empty()) {

@@ -28,11 +28,11 @@ namespace ff::app {
 
 struct HistoryRow {
   int64_t unix_s = 0;
-  std::string command;      // diagnose, watch, run
+  std::string command;  // diagnose, watch, run
   std::string job;
-  int attempt = -1;         // torchrun's attempt folder, or -1
+  int attempt = -1;  // torchrun's attempt folder, or -1
   std::string verdict;
-  std::string entry;        // the primary failure's KB entry ("" when none)
+  std::string entry;  // the primary failure's KB entry ("" when none)
   std::string category;
   std::string fingerprint;
   int rank = -1;

@@ -54,7 +54,8 @@ std::string one_line(std::string s) {
 // "spec.containers{trainer}" -> "trainer"
 std::string container_of(const std::string& field_path) {
   const size_t a = field_path.find('{'), b = field_path.rfind('}');
-  return a != std::string::npos && b != std::string::npos && b > a ? field_path.substr(a + 1, b - a - 1) : std::string();
+  return a != std::string::npos && b != std::string::npos && b > a ? field_path.substr(a + 1, b - a - 1)
+                                                                   : std::string();
 }
 
 struct Kubectl {
@@ -84,11 +85,11 @@ void event_lines(const json& list, std::vector<std::pair<std::string, std::strin
       count = fmt::format(" (x{})", c->get<long long>());
     const std::string kind = str(obj, "kind");
     const std::string name = str(obj, "name");
-    const std::string who = kind == "Pod" || kind.empty() ? "pod/" + name + "/" + container_of(str(obj, "fieldPath"))
-                                                          : "pod/" + name + "/";
-    std::string line = fmt::format("[{}] {}{}{}  {}{}  {}  {}", one_line(who), when, when.empty() ? "" : " ",
-                                   one_line(str(e, "type")), one_line(str(e, "reason")), count, one_line(source),
-                                   one_line(str(e, "message")));
+    const std::string who =
+        kind == "Pod" || kind.empty() ? "pod/" + name + "/" + container_of(str(obj, "fieldPath")) : "pod/" + name + "/";
+    std::string line =
+        fmt::format("[{}] {}{}{}  {}{}  {}  {}", one_line(who), when, when.empty() ? "" : " ", one_line(str(e, "type")),
+                    one_line(str(e, "reason")), count, one_line(source), one_line(str(e, "message")));
     out.emplace_back(when, std::move(line));
   }
 }
@@ -211,6 +212,8 @@ std::optional<json> get_json(const Kubectl& k, std::initializer_list<std::string
 
 }  // namespace
 
+// Over 80 lines: one job's whole course in order (kubectl's JSON, the pods, the memory
+// file, the log streams fed as they come, the diagnosis), each step said if it fails.
 int run_k8s(Options opt, const SchedulerOptions& so) {
   Kubectl k;
   k.base = {"kubectl"};
@@ -270,7 +273,8 @@ int run_k8s(Options opt, const SchedulerOptions& so) {
   }
   if (is_job) {
     std::string why;
-    if (auto ev = get_json(k, {"get", "events", "-o", "json", "--field-selector", "involvedObject.name=" + target}, why))
+    if (auto ev =
+            get_json(k, {"get", "events", "-o", "json", "--field-selector", "involvedObject.name=" + target}, why))
       event_lines(*ev, record);
   }
   std::sort(names.begin(), names.end());
@@ -278,11 +282,8 @@ int run_k8s(Options opt, const SchedulerOptions& so) {
   std::string text;
   for (const auto& [t, line] : record) text += line + "\n";
 
-  auto loaded = load_everything(opt, false, KbFields::kDiagnosis);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
   install_interrupt_handlers();
   KubeFeed feed(k, names, text, so.previous);
   scan::ScanOptions sopt;

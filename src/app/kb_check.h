@@ -30,7 +30,7 @@ enum class KbFields { kAll, kDiagnosis };
 Result<Loaded> load_everything(const Options& opt, bool quiet_kb_errors, KbFields fields = KbFields::kAll);
 
 // The scan's per-source statistics as the analysis sees them.
-std::vector<analyze::SourceSummary> summarize_sources(const scan::JobStats& stats);
+std::vector<analyze::SourceSummary> summarise_sources(const scan::JobStats& stats);
 
 // Rewrites the commands the analysis suggests with a log's text in them (the search for an
 // unrecognised message) so that the text is one shell word (base::shell_quote): pasted

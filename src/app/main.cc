@@ -119,12 +119,15 @@ void suggest_options(const CLI::App& app, const std::vector<std::string>& words)
   }
 }
 
+// Over 80 lines: the command tree is declared here, in one place (flags as data for
+// CLI11), so that --help, the shell completions and the dispatch all read the one list.
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   ff::app::Options opt;
-  CLI::App app{"firstfault: why did my training job die? Reads the logs of an ML training or serving job "
-               "and names the failure that happened first, on which rank and node, what is only collateral, "
-               "the root cause, the fix and how to verify it. Fully offline."};
+  CLI::App app{
+      "firstfault: why did my training job die? Reads the logs of an ML training or serving job "
+      "and names the failure that happened first, on which rank and node, what is only collateral, "
+      "the root cause, the fix and how to verify it. Fully offline."};
   app.name("firstfault");  // the usage says firstfault, not the path it was run from
   app.set_version_flag("--version,-V", ff::app::version_text);  // app/shell.cc
   app.require_subcommand(1);
@@ -137,17 +140,18 @@ int main(int argc, char** argv) {
                    "Log files, directories (a torchrun --log_dir, per-node Slurm outputs), .gz/.zst/.xz files, "
                    ".tar(.gz) bundles, or - for stdin (the default when stdin is a pipe or a file). Several "
                    "inputs are one job.");
-  diag->add_option("--format,-f", opt.format,
-                   "Output format: text (the terminal), json (docs/json-output.md), html (one self-contained page: "
-                   "timeline, plots; open it in a browser), markdown (for a GitHub issue or a chat; md for short), vimgrep "
-                   "(file:line:col: severity: message lines for an editor's quickfix list) or sarif (SARIF 2.1.0 for "
-                   "code-scanning tools)")
+  diag->add_option(
+          "--format,-f", opt.format,
+          "Output format: text (the terminal), json (docs/json-output.md), html (one self-contained page: "
+          "timeline, plots; open it in a browser), markdown (for a GitHub issue or a chat; md for short), vimgrep "
+          "(file:line:col: severity: message lines for an editor's quickfix list) or sarif (SARIF 2.1.0 for "
+          "code-scanning tools)")
       ->check(CLI::IsMember({"text", "json", "html", "markdown", "md", "vimgrep", "sarif"}));
   diag->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
   diag->add_option("--site-url", opt.site_url,
                    "Where the encyclopedia (`firstfault site DIR`) is, as a path or URL: the html report links the "
                    "entry's page there");
-  diag->add_option("--color", opt.color, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
+  diag->add_option("--color", opt.colour, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
   const char* kMaxBytesHelp =
@@ -172,7 +176,8 @@ int main(int argc, char** argv) {
   diag->add_flag("--redact", opt.redact, kRedactHelp);
 
   auto* events = app.add_subcommand("events", "Print every recognised event, one per line");
-  events->add_option("inputs", opt.inputs, "Log files, directories, archives, or - for stdin (the default when stdin is not a terminal)");
+  events->add_option("inputs", opt.inputs,
+                     "Log files, directories, archives, or - for stdin (the default when stdin is not a terminal)");
   events->add_option("--format,-f", opt.format, "Output format: jsonl or text")
       ->check(CLI::IsMember({"jsonl", "text"}));
   events->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
@@ -181,7 +186,8 @@ int main(int argc, char** argv) {
   ff::app::add_scan_flags(events, opt);
   ff::app::add_follow_flag(events, opt);
   events->add_flag("--redact", opt.redact, kRedactHelp);
-  events->footer("Exit codes:\n  0  no event recognised\n  1  events printed\n  2  could not run (no input could be read)\n");
+  events->footer(
+      "Exit codes:\n  0  no event recognised\n  1  events printed\n  2  could not run (no input could be read)\n");
 
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
@@ -202,13 +208,16 @@ int main(int argc, char** argv) {
 
   auto* explain = app.add_subcommand("explain", "Show one knowledge-base entry");
   explain->add_option("id", opt.entry_id, "Entry id, e.g. pytorch.cuda.out-of-memory")->required();
-  explain->footer("Exit codes:\n  0  entry shown\n  2  no entry has that id (the nearest ids are named), or could not run\n");
+  explain->footer(
+      "Exit codes:\n  0  entry shown\n  2  no entry has that id (the nearest ids are named), or could not run\n");
 
   auto* search = app.add_subcommand(
-      "search", "Find the entries for a pasted error text or keywords: entries whose pattern matches a line first, "
-                "then the rest by keyword relevance");
-  search->add_option("words", opt.words,
-                     "Keywords or a pasted log line (quote it; several lines are fine), or - to read stdin")
+      "search",
+      "Find the entries for a pasted error text or keywords: entries whose pattern matches a line first, "
+      "then the rest by keyword relevance");
+  search
+      ->add_option("words", opt.words,
+                   "Keywords or a pasted log line (quote it; several lines are fine), or - to read stdin")
       ->required();
   search->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   search->add_option("--limit,-n", opt.limit, "Show at most N entries (0 = all)")->capture_default_str();
@@ -222,7 +231,8 @@ int main(int argc, char** argv) {
       "site", "Write the knowledge base as a static HTML encyclopedia (open OUTDIR/index.html; works offline)");
   site->add_option("outdir", opt.out_dir, "Folder to write (created if missing; files in it are overwritten)")
       ->required();
-  site->footer("Exit codes:\n  0  encyclopedia written\n  2  could not run (the folder cannot be written, or no usable entry)\n");
+  site->footer(
+      "Exit codes:\n  0  encyclopedia written\n  2  could not run (the folder cannot be written, or no usable entry)\n");
 
   auto* diff = app.add_subcommand(
       "diff", "Compare a failed run with a healthy control: new lines, changed rates, the first departure");
@@ -232,13 +242,15 @@ int main(int argc, char** argv) {
   diff->add_option("--limit", opt.limit, "Rows shown per section (default 20)");
   ff::app::add_follow_flag(diff, opt);
   diff->add_flag("--redact", opt.redact, kRedactHelp);
-  diff->footer("Exit codes: 0 nothing new and the failed run healthy, 1 differences or a failure found, 2 could not "
-               "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
-               "trusted.");
+  diff->footer(
+      "Exit codes: 0 nothing new and the failed run healthy, 1 differences or a failure found, 2 could not "
+      "run, 3 the control is not a healthy run (it failed too, or shows no end): the comparison cannot be "
+      "trusted.");
 
   auto* bundle = app.add_subcommand(
-      "bundle", "Write the evidence a helper needs into one tar.gz, redacted: the diagnosis (JSON, Markdown, HTML), "
-                "the decisive lines with their context, the environment the log states, a manifest");
+      "bundle",
+      "Write the evidence a helper needs into one tar.gz, redacted: the diagnosis (JSON, Markdown, HTML), "
+      "the decisive lines with their context, the environment the log states, a manifest");
   bundle->add_option("inputs", opt.inputs, "Logs of the job (files, folders, archives, - for stdin)")->required();
   bundle->add_option("--output,-o", opt.output, "The bundle to write (default evidence.tar.gz)");
   bundle->add_flag("--no-redact", opt.no_redact,
@@ -246,13 +258,15 @@ int main(int argc, char** argv) {
                    "user names are replaced)");
   bundle->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_follow_flag(bundle, opt);
-  bundle->footer("Exit codes: the verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, 4 "
-                 "unknown), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
-                 "written).");
+  bundle->footer(
+      "Exit codes: the verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, 4 "
+      "unknown), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
+      "written).");
 
   auto* serve = app.add_subcommand(
-      "serve", "A local web page: paste or drop a log, read the diagnosis, browse the encyclopedia (logs stay on this "
-               "machine)");
+      "serve",
+      "A local web page: paste or drop a log, read the diagnosis, browse the encyclopedia (logs stay on this "
+      "machine)");
   serve->add_option("--bind", opt.bind, "Address to listen on (default 127.0.0.1; another needs --allow-remote)");
   serve->add_option("--port,-p", opt.port, "Port (default 8765; 0 picks a free one)")->check(CLI::Range(0, 65535));
   serve->add_flag("--open", opt.open_browser, "Open the page in the default browser (xdg-open)");
@@ -262,26 +276,28 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   serve->add_option("--jobs,-j", opt.jobs, "Diagnoses at once (default: one per core, at least 2)");
   serve->add_option("--queue", opt.queue, "Diagnoses waiting behind them (default 64; more: 503 with Retry-After)");
-  serve->add_option("--read-timeout", opt.read_timeout,
-                    "Seconds a client may stay silent, in its headers or its upload, before it is dropped (default 10)")
+  serve
+      ->add_option("--read-timeout", opt.read_timeout,
+                   "Seconds a client may stay silent, in its headers or its upload, before it is dropped (default 10)")
       ->check(CLI::Range(1, 3600));
   serve->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
-  serve->footer("The API: POST /api/diagnose (a text body or multipart files), GET /api/entries, /api/entries/ID, "
-                "/api/search?q=, /healthz (docs/serve.md).\nExit codes:\n  0  stopped by Ctrl-C or SIGTERM\n  2  "
-                "could not run (the address or port cannot be used, a remote address without --allow-remote, no web "
-                "server in this build)\n");
+  serve->footer(
+      "The API: POST /api/diagnose (a text body or multipart files), GET /api/entries, /api/entries/ID, "
+      "/api/search?q=, /healthz (docs/serve.md).\nExit codes:\n  0  stopped by Ctrl-C or SIGTERM\n  2  "
+      "could not run (the address or port cannot be used, a remote address without --allow-remote, no web "
+      "server in this build)\n");
 
-  auto* verify = app.add_subcommand(
-      "verify", "After a fix: is the original failure's signature gone from the rerun?");
+  auto* verify = app.add_subcommand("verify", "After a fix: is the original failure's signature gone from the rerun?");
   verify->add_option("--before,-b", opt.inputs, "Logs of the failed run")->required();
   verify->add_option("--after,-a", opt.control, "Logs of the rerun after the fix")->required();
   verify->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   ff::app::add_follow_flag(verify, opt);
   verify->add_flag("--redact", opt.redact, kRedactHelp);
-  verify->footer("Exit codes: 0 fixed: the original failure's signature is gone and the rerun got past the point "
-                 "where it failed (a later step, or completion); 1 still failing, or replaced by a different failure; "
-                 "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
-                 "the rerun stops before the original's failing step, or was not fully read.");
+  verify->footer(
+      "Exit codes: 0 fixed: the original failure's signature is gone and the rerun got past the point "
+      "where it failed (a later step, or completion); 1 still failing, or replaced by a different failure; "
+      "2 could not run (or the --before logs show no failure); 3 inconclusive: the signature is gone but "
+      "the rerun stops before the original's failing step, or was not fully read.");
 
   // Where the jobs run (app/scheduler.h): the Slurm epilog, a Slurm job id, a Kubernetes pod or Job.
   ff::app::SchedulerOptions sched;
@@ -289,7 +305,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--format,-f", opt.format, "Output format: text, json, html or markdown (md), as for diagnose")
         ->check(CLI::IsMember({"text", "json", "html", "markdown", "md"}));
     cmd->add_option("--output,-o", opt.output, "Write the report to this file instead of stdout (- for stdout)");
-    cmd->add_option("--color", opt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
+    cmd->add_option("--color", opt.colour, "Colour: auto, always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
     cmd->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
     cmd->add_flag("--redact", opt.redact, kRedactHelp);
@@ -301,12 +318,14 @@ int main(int argc, char** argv) {
     return v;
   };
   auto* slurm_epilog = app.add_subcommand(
-      "slurm-epilog", "Run as Slurm's Epilog, EpilogSlurmctld or a strigger program: diagnose a failed job, write "
-                      "<StdOut>.firstfault.json and .md beside its output and a one-line summary into its AdminComment");
+      "slurm-epilog",
+      "Run as Slurm's Epilog, EpilogSlurmctld or a strigger program: diagnose a failed job, write "
+      "<StdOut>.firstfault.json and .md beside its output and a one-line summary into its AdminComment");
   slurm_epilog->add_option("--job", sched.job, "The job id (default: $SLURM_JOB_ID)");
-  slurm_epilog->add_option("--timeout", sched.timeout_s,
-                           "Whole run's bound in seconds (default 30; 30s also reads): reading stops before it and the "
-                           "answer so far is written, marked incomplete")
+  slurm_epilog
+      ->add_option("--timeout", sched.timeout_s,
+                   "Whole run's bound in seconds (default 30; 30s also reads): reading stops before it and the "
+                   "answer so far is written, marked incomplete")
       ->transform(seconds)
       ->check(CLI::Range(1.0, 3600.0));
   slurm_epilog->add_flag("--force", sched.force, "Diagnose the job even when it succeeded");
@@ -316,17 +335,21 @@ int main(int argc, char** argv) {
                          "answer when they are 0, without asking scontrol: no RPC for a job that succeeded, but a "
                          "time-limit cancel, whose codes there are 0, goes undiagnosed");
   ff::app::add_scan_flags(slurm_epilog, opt);
-  slurm_epilog->footer("Exit code: always 0, so that the job's teardown never fails (a failed Epilog drains the "
-                       "node); problems are said on stderr, which slurmd and slurmctld log.");
+  slurm_epilog->footer(
+      "Exit code: always 0, so that the job's teardown never fails (a failed Epilog drains the "
+      "node); problems are said on stderr, which slurmd and slurmctld log.");
   auto* slurm = app.add_subcommand(
-      "slurm", "Diagnose a Slurm job from its id: its output files from scontrol (or sacct once slurmctld has "
-               "forgotten the job)");
+      "slurm",
+      "Diagnose a Slurm job from its id: its output files from scontrol (or sacct once slurmctld has "
+      "forgotten the job)");
   slurm->add_option("jobid", sched.job, "The job id (1234, or 1234_7 for an array task)")->required();
   add_report_flags(slurm);
   auto* k8s = app.add_subcommand(
-      "k8s", "Diagnose a Kubernetes pod or Job: kubectl logs --prefix --timestamps --all-containers, with the pods' "
-             "events and container statuses (OOMKilled, Evicted, BackOff, FailedScheduling) as evidence");
-  k8s->add_option("target", sched.target, "POD, pod/POD, or job/NAME (the Job's pods, by the job-name label)")->required();
+      "k8s",
+      "Diagnose a Kubernetes pod or Job: kubectl logs --prefix --timestamps --all-containers, with the pods' "
+      "events and container statuses (OOMKilled, Evicted, BackOff, FailedScheduling) as evidence");
+  k8s->add_option("target", sched.target, "POD, pod/POD, or job/NAME (the Job's pods, by the job-name label)")
+      ->required();
   k8s->add_option("--namespace,-n", sched.k8s_namespace, "The namespace (default: kubectl's)");
   k8s->add_option("--context", sched.k8s_context, "The kubeconfig context (default: kubectl's)");
   k8s->add_flag("--previous,-p", sched.previous, "The logs of the containers' previous run (after a restart)");
@@ -336,8 +359,9 @@ int main(int argc, char** argv) {
   ff::app::LiveCommands& live = ff::app::add_live_commands(app, opt);  // watch, run, history: app/watch.cc
   auto* lsp = app.add_subcommand(
       "lsp", "Language server (LSP over stdio) for editors: diagnostics, hover and code actions on open log files");
-  lsp->footer("Exit codes: 0 after the client's shutdown and exit, 1 when the input ended without them, 2 could not "
-              "start (unreadable knowledge base).");
+  lsp->footer(
+      "Exit codes: 0 after the client's shutdown and exit, 1 when the input ended without them, 2 could not "
+      "start (unreadable knowledge base).");
 
   CLI::App* completions = ff::app::add_completions_command(app);  // hidden; app/shell.cc
   // Set last: CLI11 copies a parent's footer into the subcommands made after it, and the
@@ -359,7 +383,8 @@ int main(int argc, char** argv) {
     // --help or --version into a pipe already closed: as for any output (below).
     std::cout.flush();
     if ((std::cout.bad() || std::fflush(stdout) != 0) && errno == EPIPE) return 128 + SIGPIPE;
-    if (dynamic_cast<const CLI::ExtrasError*>(&e)) suggest_options(app, std::vector<std::string>(argv + 1, argv + argc));
+    if (dynamic_cast<const CLI::ExtrasError*>(&e))
+      suggest_options(app, std::vector<std::string>(argv + 1, argv + argc));
     return rc == 0 ? 0 : 2;
   }
 
@@ -367,8 +392,9 @@ int main(int argc, char** argv) {
   // on a terminal, say what to give instead of waiting for typed text.
   if ((diag->parsed() || events->parsed()) && opt.inputs.empty()) {
     if (::isatty(STDIN_FILENO)) {
-      fmt::print(stderr, "firstfault: no input: name log files or folders (firstfault {} train.log), or pipe one in "
-                         "(cat train.log | firstfault {})\n",
+      fmt::print(stderr,
+                 "firstfault: no input: name log files or folders (firstfault {} train.log), or pipe one in "
+                 "(cat train.log | firstfault {})\n",
                  diag->parsed() ? "diagnose" : "events", diag->parsed() ? "diagnose" : "events");
       return 2;
     }
@@ -421,8 +447,9 @@ int main(int argc, char** argv) {
   // A cache that cannot be written makes every run compile the KB and the patterns again
   // (seconds): said once per run, whatever failed to be written.
   if (auto problem = ff::take_cache_problem()) {
-    fmt::print(stderr, "firstfault: {} (each run compiles again; FIRSTFAULT_CACHE_DIR chooses another place, "
-                       "--no-cache turns it off)\n",
+    fmt::print(stderr,
+               "firstfault: {} (each run compiles again; FIRSTFAULT_CACHE_DIR chooses another place, "
+               "--no-cache turns it off)\n",
                ff::escape_for_terminal(*problem));
   }
   return rc;

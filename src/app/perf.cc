@@ -24,7 +24,8 @@ void add_scan_flags(CLI::App* cmd, Options& opt) {
   cmd->add_option("--threads,-j", opt.threads,
                   "Scanning threads (default: one per core); the result is the same for any number")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_flag("--no-progress", opt.no_progress, "No progress bar on stderr (shown on a terminal for inputs over 100 MB)");
+  cmd->add_flag("--no-progress", opt.no_progress,
+                "No progress bar on stderr (shown on a terminal for inputs over 100 MB)");
   // Bytes per chunk of lines, the unit of parallel work: tests use small chunks to cross
   // chunk boundaries often.
   cmd->add_option("--chunk-size", opt.chunk_bytes)->group("")->transform(CLI::AsSizeValue(false));
@@ -34,9 +35,10 @@ void add_scan_flags(CLI::App* cmd, Options& opt) {
 }
 
 void add_follow_flag(CLI::App* cmd, Options& opt) {
-  cmd->add_flag("-L,--follow", opt.follow_symlinks,
-                "Follow symbolic links found in folders (by default they are skipped with a note, so a link in a "
-                "log folder cannot make firstfault read files outside it); a link named as an input is always followed");
+  cmd->add_flag(
+      "-L,--follow", opt.follow_symlinks,
+      "Follow symbolic links found in folders (by default they are skipped with a note, so a link in a "
+      "log folder cannot make firstfault read files outside it); a link named as an input is always followed");
 }
 
 namespace {
@@ -142,9 +144,20 @@ namespace {
 
 bool is_meta(char c) {
   switch (c) {
-    case '.': case '^': case '$': case '|': case '(': case ')': case '[': case ']':
-    case '{': case '}': case '*': case '+': case '?': case '\\':
-      return true;
+    case '.':
+    case '^':
+    case '$':
+    case '|':
+    case '(':
+    case ')':
+    case '[':
+    case ']':
+    case '{':
+    case '}':
+    case '*':
+    case '+':
+    case '?':
+    case '\\': return true;
   }
   return false;
 }
@@ -228,11 +241,8 @@ std::string pattern_literal(const kb::Pattern& p) {
 }
 
 int run_kb_literals(const Options& opt) {
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kAll);
+  if (!loaded) return 2;
   // One line per pattern that has a literal of 3 bytes or more (shorter ones would match
   // nearly every line of a log and say nothing); repeats are printed once.
   std::set<std::string> seen;

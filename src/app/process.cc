@@ -94,8 +94,7 @@ void end_group(pid_t pid, CommandResult& r) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ::kill(-pid, SIGKILL);
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   take_status(status, r);
 }
 

@@ -18,13 +18,13 @@
 namespace ff::app {
 
 struct CommandResult {
-  bool started = false;     // false: could not be started (`error` says why: not found, ...)
-  bool timed_out = false;   // the deadline passed; the command was killed
-  int exit_code = -1;       // its exit status when it exited, else -1
-  int signal = 0;           // the signal that ended it, else 0
-  std::string out, err;     // what it printed (each cut at max_output bytes)
+  bool started = false;    // false: could not be started (`error` says why: not found, ...)
+  bool timed_out = false;  // the deadline passed; the command was killed
+  int exit_code = -1;      // its exit status when it exited, else -1
+  int signal = 0;          // the signal that ended it, else 0
+  std::string out, err;    // what it printed (each cut at max_output bytes)
   bool out_cut = false;
-  std::string error;        // why it did not start, or did not finish
+  std::string error;  // why it did not start, or did not finish
   bool ok() const { return started && !timed_out && exit_code == 0; }
   // "scontrol: exit 1: slurm_load_jobs error: Invalid job id specified" and the like.
   std::string describe(const std::string& name) const;
@@ -49,6 +49,7 @@ struct StreamingCommand {
 bool start_streaming(const std::vector<std::string>& argv, StreamingCommand& cmd);
 // Waits for it (killing it after `grace` once its stdout is closed by the reader) and
 // returns its status and stderr.
-CommandResult finish_streaming(StreamingCommand& cmd, std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+CommandResult finish_streaming(StreamingCommand& cmd,
+                               std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
 
 }  // namespace ff::app

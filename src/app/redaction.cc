@@ -74,8 +74,10 @@ struct Walk {
   bool hosts = false;  // first pass: only collect the nodes
 
   void node(std::string& s) {
-    if (hosts) r.add_host(s);
-    else s = r.apply(s);
+    if (hosts)
+      r.add_host(s);
+    else
+      s = r.apply(s);
   }
   void text(std::string& s) {
     if (!hosts && !s.empty()) s = r.apply(s);
@@ -236,7 +238,8 @@ std::string redaction_line(const redact::Redactor& r) {
     parts.push_back(std::move(p));
   }
   if (parts.empty()) return "Redacted (--redact): nothing to redact was found\n";
-  return fmt::format("Redacted (--redact): {}; the same value has the same pseudonym throughout\n", fmt::join(parts, ", "));
+  return fmt::format("Redacted (--redact): {}; the same value has the same pseudonym throughout\n",
+                     fmt::join(parts, ", "));
 }
 
 }  // namespace ff::app

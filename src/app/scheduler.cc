@@ -35,8 +35,7 @@ std::string env(const char* name) {
 }
 
 bool is_key_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ':' ||
-         c == '/';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '/';
 }
 
 // At `i` (just after a space): a "Key=" that starts a field.
@@ -160,8 +159,10 @@ std::optional<SlurmJob> from_environment(const std::string& id) {
   j.user = env("SLURM_JOB_USER");
   j.work_dir = env("SLURM_JOB_WORK_DIR");
   j.node_list = env("SLURM_JOB_NODELIST");
-  if (const std::string u = env("SLURM_JOB_UID"); !u.empty()) j.uid = static_cast<unsigned>(std::strtoul(u.c_str(), nullptr, 10));
-  if (const std::string g = env("SLURM_JOB_GID"); !g.empty()) j.gid = static_cast<unsigned>(std::strtoul(g.c_str(), nullptr, 10));
+  if (const std::string u = env("SLURM_JOB_UID"); !u.empty())
+    j.uid = static_cast<unsigned>(std::strtoul(u.c_str(), nullptr, 10));
+  if (const std::string g = env("SLURM_JOB_GID"); !g.empty())
+    j.gid = static_cast<unsigned>(std::strtoul(g.c_str(), nullptr, 10));
   const std::string out = env("SLURM_JOB_STDOUT");
   if (out.empty()) return std::nullopt;
   j.std_out = absolute_in(expand_slurm_pattern(out, j), j.work_dir);
@@ -193,7 +194,9 @@ class AsJobOwner {
     if (::geteuid() != 0 || !j.uid || *j.uid == 0) return;
     const gid_t gid = j.gid ? *j.gid : static_cast<gid_t>(*j.uid);
     saved_groups_.resize(static_cast<size_t>(std::max(0, ::getgroups(0, nullptr))));
-    if (!saved_groups_.empty()) saved_groups_.resize(static_cast<size_t>(::getgroups(static_cast<int>(saved_groups_.size()), saved_groups_.data())));
+    if (!saved_groups_.empty())
+      saved_groups_.resize(
+          static_cast<size_t>(::getgroups(static_cast<int>(saved_groups_.size()), saved_groups_.data())));
     const struct passwd* pw = ::getpwuid(*j.uid);
     const bool groups_ok = pw ? ::initgroups(pw->pw_name, gid) == 0 : ::setgroups(1, &gid) == 0;
     if (!groups_ok || ::setegid(gid) != 0 || ::seteuid(*j.uid) != 0) {
@@ -209,10 +212,8 @@ class AsJobOwner {
     if (done_) return;
     done_ = true;
     if (::geteuid() != 0 && ::seteuid(0) != 0) return;
-    if (::setegid(0) != 0) {
-    }
-    if (::setgroups(saved_groups_.size(), saved_groups_.data()) != 0) {
-    }
+    if (::setegid(0) != 0) {}
+    if (::setgroups(saved_groups_.size(), saved_groups_.data()) != 0) {}
   }
 
  private:
@@ -300,7 +301,8 @@ SlurmLookup lookup_slurm_job(const std::string& id, double timeout_s) {
       if (fields.count("JobId") == 0) continue;
       SlurmJob j = from_scontrol(fields);
       const auto arr = fields.find("ArrayJobId"), task = fields.find("ArrayTaskId");
-      const bool same = j.id == id || (arr != fields.end() && task != fields.end() && arr->second + "_" + task->second == id);
+      const bool same =
+          j.id == id || (arr != fields.end() && task != fields.end() && arr->second + "_" + task->second == id);
       if (!r.job || same) r.job = j;
       if (same) break;
     }
@@ -314,7 +316,8 @@ SlurmLookup lookup_slurm_job(const std::string& id, double timeout_s) {
     a.emplace_back(fields);
     return a;
   };
-  CommandResult sa = run_command(with("JobID,JobName,State,ExitCode,WorkDir,User,NodeList,StdOut,StdErr,SubmitLine"), co);
+  CommandResult sa =
+      run_command(with("JobID,JobName,State,ExitCode,WorkDir,User,NodeList,StdOut,StdErr,SubmitLine"), co);
   bool with_std = true;
   if (!sa.ok() && (sa.err.find("Invalid field") != std::string::npos || sa.err.find("StdOut") != std::string::npos)) {
     sa = run_command(with("JobID,JobName,State,ExitCode,WorkDir,User,NodeList,SubmitLine"), co);  // before 24.05
@@ -362,14 +365,14 @@ std::optional<bool> slurm_job_failed_from_env() {
 }
 
 bool slurm_state_failed(std::string_view state, std::string_view exit_code, std::string_view reason) {
-  static constexpr std::string_view kFailed[] = {"FAILED",   "TIMEOUT",   "NODE_FAIL",     "OUT_OF_MEMORY",
+  static constexpr std::string_view kFailed[] = {"FAILED",    "TIMEOUT",  "NODE_FAIL", "OUT_OF_MEMORY",
                                                  "BOOT_FAIL", "DEADLINE", "CANCELLED", "PREEMPTED"};
   for (std::string_view s : kFailed) {
     if (starts_with(state, s)) return true;
   }
   // In its epilog a job is COMPLETING: the Reason and ExitCode still tell.
-  static constexpr std::string_view kReasons[] = {"TimeLimit", "NonZeroExitCode", "RaisedSignal", "NodeDown",
-                                                  "OutOfMemory", "DeadLine", "JobLaunchFailure"};
+  static constexpr std::string_view kReasons[] = {"TimeLimit",   "NonZeroExitCode", "RaisedSignal",    "NodeDown",
+                                                  "OutOfMemory", "DeadLine",        "JobLaunchFailure"};
   for (std::string_view r : kReasons) {
     if (starts_with(reason, r)) return true;
   }
@@ -388,8 +391,8 @@ std::string one_line_summary(const analyze::Diagnosis& d) {
     if (p.rank) where.push_back(fmt::format("rank {}", *p.rank));
     if (!p.node.empty()) where.push_back("node " + p.node);
     if (!p.evidence.empty() && p.evidence[0].line > 0)
-      where.push_back(fmt::format("{}:{}", std::filesystem::path(p.evidence[0].source).filename().string(),
-                                  p.evidence[0].line));
+      where.push_back(
+          fmt::format("{}:{}", std::filesystem::path(p.evidence[0].source).filename().string(), p.evidence[0].line));
     if (!where.empty()) s += fmt::format(" ({})", fmt::join(where, ", "));
   } else if (!d.reasons.empty()) {
     s += d.reasons[0].text;
@@ -406,6 +409,8 @@ std::string one_line_summary(const analyze::Diagnosis& d) {
   return s;
 }
 
+// Over 80 lines: the epilog's course under its watchdog, in order (the job's facts, its
+// owner, the logs, the diagnosis, where it is written), each step bounded by the deadline.
 int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
   const auto t0 = Clock::now();
   const double timeout = std::clamp(so.timeout_s, 1.0, 3600.0);
@@ -436,9 +441,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
     say(id, "the deadline (--timeout) passed; stopped");
     std::_Exit(0);
   }).detach();
-  auto left_s = [&] {
-    return std::max(1.0, std::chrono::duration<double>(deadline - reserve - Clock::now()).count());
-  };
+  auto left_s = [&] { return std::max(1.0, std::chrono::duration<double>(deadline - reserve - Clock::now()).count()); };
 
   try {
     SlurmLookup look = lookup_slurm_job(id, std::min(env_failed == false ? 5.0 : 10.0, left_s()));
@@ -492,8 +495,8 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       json = render_report(diagnosed, "json", opt);
       markdown = render_report(diagnosed, "markdown", opt);
       const std::string base = files[0];
-      for (const auto& [suffix, bytes] : {std::pair<const char*, const std::string*>{".firstfault.json", &json},
-                                          {".firstfault.md", &markdown}}) {
+      for (const auto& [suffix, bytes] :
+           {std::pair<const char*, const std::string*>{".firstfault.json", &json}, {".firstfault.md", &markdown}}) {
         const std::string path = base + suffix;
         if (std::string p = write_output_file(path, *bytes); !p.empty())
           say(id, fmt::format("cannot write {}: {}", path, p));
@@ -522,11 +525,9 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       }
     }
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    say(id, fmt::format("{}; wrote {}; {} ({:.2f} s)", summary, written.empty() ? "nothing" : fmt::format("{}", fmt::join(written, ", ")),
-                        comment, secs));
-  } catch (const std::exception& e) {
-    say(id, std::string("error: ") + e.what());
-  } catch (...) {
+    say(id, fmt::format("{}; wrote {}; {} ({:.2f} s)", summary,
+                        written.empty() ? "nothing" : fmt::format("{}", fmt::join(written, ", ")), comment, secs));
+  } catch (const std::exception& e) { say(id, std::string("error: ") + e.what()); } catch (...) {
     say(id, "error");
   }
   return 0;

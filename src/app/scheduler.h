@@ -19,15 +19,15 @@
 namespace ff::app {
 
 struct SchedulerOptions {
-  std::string job;             // slurm, slurm-epilog: the job id (epilog: else $SLURM_JOB_ID)
-  double timeout_s = 30;       // slurm-epilog: the whole run's bound, in seconds
-  bool force = false;          // slurm-epilog: diagnose a job that succeeded too
-  bool no_comment = false;     // slurm-epilog: leave AdminComment alone
-  bool env_only = false;       // slurm-epilog: exit codes of 0 in the environment suffice (no scontrol)
-  std::string target;          // k8s: POD, pod/POD or job/NAME
-  std::string k8s_namespace;   // k8s -n
-  std::string k8s_context;     // k8s --context
-  bool previous = false;       // k8s --previous: the logs of the containers' previous run
+  std::string job;            // slurm, slurm-epilog: the job id (epilog: else $SLURM_JOB_ID)
+  double timeout_s = 30;      // slurm-epilog: the whole run's bound, in seconds
+  bool force = false;         // slurm-epilog: diagnose a job that succeeded too
+  bool no_comment = false;    // slurm-epilog: leave AdminComment alone
+  bool env_only = false;      // slurm-epilog: exit codes of 0 in the environment suffice (no scontrol)
+  std::string target;         // k8s: POD, pod/POD or job/NAME
+  std::string k8s_namespace;  // k8s -n
+  std::string k8s_context;    // k8s --context
+  bool previous = false;      // k8s --previous: the logs of the containers' previous run
 };
 
 // One line of `scontrol show job -o` as its Key=Value fields. Values may hold spaces

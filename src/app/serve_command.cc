@@ -44,6 +44,8 @@ void stop_server(int) {
 
 }  // namespace
 
+// Over 80 lines: the handlers handed to serve are lambdas over this function's loaded KB
+// and options; they are set up, then the server runs until a signal.
 int run_serve(const Options& opt) {
   if (!serve::is_loopback_address(opt.bind) && !opt.allow_remote) {
     fmt::print(stderr,
@@ -52,11 +54,8 @@ int run_serve(const Options& opt) {
                escape_for_terminal(opt.bind));
     return 2;
   }
-  auto loaded = load_everything(opt, false);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(loaded.error().to_string()));
-    return 2;
-  }
+  auto loaded = load_or_say(opt, false, KbFields::kAll);
+  if (!loaded) return 2;
   const site::KeywordIndex index(*loaded->kb);
   serve::Options so;
   so.bind = opt.bind;
@@ -71,7 +70,8 @@ int run_serve(const Options& opt) {
   h.kb = loaded->kb.get();
   h.version = "firstfault " FF_VERSION;
   h.search = [&](std::string_view text, size_t limit) {
-    return search_json(*loaded, index, text, limit).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+    return search_json(*loaded, index, text, limit)
+               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
            "\n";
   };
   h.diagnose = [&](io::StreamFeed& feed, const serve::DiagnoseRequest& request) {

@@ -34,7 +34,7 @@ struct LiveOptions {
   std::string idle_exit;             // watch: stop after this long without a new byte
   std::string poll = "100ms";        // how often files are checked
   bool no_history = false;
-  int limit = 20;                    // history: rows shown
+  int limit = 20;  // history: rows shown
 };
 
 struct LiveCommands {

@@ -39,7 +39,8 @@ const char* role_name(Role role);
 enum class Precedence { kHardware, kRoot, kWeak, kCollateral, kNone };
 const char* precedence_name(Precedence p);
 
-// The 14 stable categories of DESIGN.md.
+// The 14 stable categories (kb/README.md, `category`; an entry may also be `healthy`) and
+// the lifecycle phases.
 const std::vector<std::string>& categories();
 const std::vector<std::string>& phases();
 
@@ -47,25 +48,25 @@ const std::vector<std::string>& phases();
 // repository with a commit or release tag, the path and line there, or a documentation
 // page; and the versions that print this wording when it changed (`since`, `until`).
 struct Source {
-  std::string repo;        // "NVIDIA/nccl"
-  std::string ref;         // the tag or commit that was read ("v2.18.3-1")
-  std::string path;        // "src/misc/shmutils.cc"
-  int line = 0;            // 0: not given
-  std::string url;         // a documentation page (instead of repo and path)
-  std::string since;       // first version that prints this wording, when known
-  std::string until;       // last version that prints it, when it changed later
+  std::string repo;   // "NVIDIA/nccl"
+  std::string ref;    // the tag or commit that was read ("v2.18.3-1")
+  std::string path;   // "src/misc/shmutils.cc"
+  int line = 0;       // 0: not given
+  std::string url;    // a documentation page (instead of repo and path)
+  std::string since;  // first version that prints this wording, when known
+  std::string until;  // last version that prints it, when it changed later
 
   bool operator==(const Source&) const = default;
 };
 
 struct Pattern {
-  std::string id;          // unique inside its entry
+  std::string id;  // unique inside its entry
   Role role = Role::kRoot;
-  std::string regex;       // RE2 syntax; literals are stored escaped here
-  std::string literal;     // the literal text when the pattern was given as `literal`
-  int priority = 0;        // breaks ties between entries matching one line
+  std::string regex;    // RE2 syntax; literals are stored escaped here
+  std::string literal;  // the literal text when the pattern was given as `literal`
+  int priority = 0;     // breaks ties between entries matching one line
   Precedence precedence = Precedence::kRoot;
-  int line = 0;            // line in the YAML file, for messages
+  int line = 0;  // line in the YAML file, for messages
   // Provenance: where upstream prints this text, or (source_note) why that is not given,
   // e.g. "not yet checked against upstream". `kb check` wants one of the two.
   std::vector<Source> sources;
@@ -108,14 +109,16 @@ struct Lookalike {
 struct Faq {
   std::string hardware_or_software;
   std::string fix_time;
-  std::string inference;         // does it affect inference too
+  std::string inference;  // does it affect inference too
   std::string cheapest_confirm;
-  std::string scale;             // how it changes from 1 GPU to 1,000
-  std::string monitor;           // the fingerprint to alert on
-  std::vector<Reference> docs;   // the official documentation
+  std::string scale;            // how it changes from 1 GPU to 1,000
+  std::string monitor;          // the fingerprint to alert on
+  std::vector<Reference> docs;  // the official documentation
 
-  bool empty() const { return hardware_or_software.empty() && fix_time.empty() && inference.empty() &&
-                              cheapest_confirm.empty() && scale.empty() && monitor.empty() && docs.empty(); }
+  bool empty() const {
+    return hardware_or_software.empty() && fix_time.empty() && inference.empty() && cheapest_confirm.empty() &&
+           scale.empty() && monitor.empty() && docs.empty();
+  }
   bool operator==(const Faq&) const = default;
 };
 
@@ -127,19 +130,19 @@ struct Entry {
   std::string phase;
   std::vector<std::string> frameworks;
   std::vector<std::string> tags;
-  std::string summary;          // the quick answer
-  std::string mechanism;        // what happens inside the software, step by step
+  std::string summary;                // the quick answer
+  std::string mechanism;              // what happens inside the software, step by step
   std::vector<std::string> affected;  // systems and versions ("PyTorch >= 2.1", "NCCL 2.18+ with IB")
   std::vector<std::string> confirm;   // checklist: how to confirm this is the problem
-  std::string transience;       // "terminal", "transient" or "depends" (empty: not applicable)
+  std::string transience;             // "terminal", "transient" or "depends" (empty: not applicable)
   std::vector<Lookalike> lookalikes;
   std::vector<Pattern> patterns;
   std::vector<Symptom> symptoms;
   std::string root_cause;
   std::vector<std::string> fix;
-  std::string verify;           // the command that checks the post-fix state
-  std::string verify_where;     // "shell", "rerun" or "in-process" (empty: a plain-string verify)
-  std::string verify_expect;    // what its output shows when the fix worked
+  std::string verify;               // the command that checks the post-fix state
+  std::string verify_where;         // "shell", "rerun" or "in-process" (empty: a plain-string verify)
+  std::string verify_expect;        // what its output shows when the fix worked
   std::string transience_recovers;  // transience_rule.recovers: when it goes away by itself
   std::string transience_stop;      // transience_rule.stop: when to stop the run
   Faq faq;
@@ -150,7 +153,7 @@ struct Entry {
   std::map<std::string, std::string> code_examples_note;  // framework -> why no example applies
   std::vector<Example> examples;
   std::vector<std::string> negatives;
-  std::string file;        // where it was loaded from (kb-relative for embedded files)
+  std::string file;  // where it was loaded from (kb-relative for embedded files)
 
   bool operator==(const Entry&) const = default;
 };
@@ -158,9 +161,9 @@ struct Entry {
 // A line prefix that is peeled off before matching (kb/formats/prefixes.yaml).
 struct PrefixFormat {
   std::string id;
-  std::string regex;       // anchored at the current position; named captures below
-  bool consume = true;     // false: read the captures but leave the text in place
-  std::string time_format; // how to read the `time` capture: iso, glog, syslog, dmesg, hms, mdhms
+  std::string regex;        // anchored at the current position; named captures below
+  bool consume = true;      // false: read the captures but leave the text in place
+  std::string time_format;  // how to read the `time` capture: iso, glog, syslog, dmesg, hms, mdhms
   std::vector<std::string> samples;
   int line = 0;
 
@@ -169,7 +172,7 @@ struct PrefixFormat {
 
 // Guessing a category for an exception no entry recognises (kb/formats/exceptions.yaml).
 struct ExceptionRule {
-  std::string type;        // exception class name, last dotted component ("OSError")
+  std::string type;  // exception class name, last dotted component ("OSError")
   std::string category;
 
   bool operator==(const ExceptionRule&) const = default;
@@ -230,7 +233,7 @@ struct KnowledgeBase {
   // Substrings of a traceback frame's path that mark library code (formats/exceptions.yaml
   // `library_frames`): the innermost frame without one is the user's.
   std::vector<std::string> library_frames;
-  uint64_t hash = 0;       // content hash of every file loaded; keys the compiled-db cache
+  uint64_t hash = 0;  // content hash of every file loaded; keys the compiled-db cache
 
   const Entry* find(std::string_view id) const;
   bool operator==(const KnowledgeBase&) const = default;
@@ -241,7 +244,7 @@ struct KnowledgeBase {
 };
 
 struct File {
-  std::string path;        // for messages; kb-relative for embedded files
+  std::string path;  // for messages; kb-relative for embedded files
   std::string content;
   // The embedded KB's regexes are checked by the test suite at build time; skipping the
   // RE2 syntax check at start-up saves most of the load time. Files from --kb are not

@@ -55,8 +55,8 @@ TEST(KbLoad, BadEntryIsReportedWithFileLineAndFieldAndOthersStillLoad) {
   std::string bad_regex = kGood;
   bad_regex.replace(bad_regex.find("test.good"), 9, "test.badrx");
   bad_regex.replace(bad_regex.find("literal: 'CUDA error: out of memory'"), 36, "regex: 'abc(def'");
-  LoadResult r = load({{"a/good.yaml", kGood}, {"a/bad.yaml", bad}, {"a/badrx.yaml", bad_regex},
-                       {"a/broken.yaml", "id: [unclosed\n"}});
+  LoadResult r = load(
+      {{"a/good.yaml", kGood}, {"a/bad.yaml", bad}, {"a/badrx.yaml", bad_regex}, {"a/broken.yaml", "id: [unclosed\n"}});
   ASSERT_EQ(r.kb.entries.size(), 1u);
   EXPECT_NE(r.kb.find("test.good"), nullptr);
   ASSERT_EQ(r.errors.size(), 3u);
@@ -81,9 +81,9 @@ TEST(KbLoad, MissingRequiredFieldIsNamed) {
 // Each required field of the schema (kb/README.md), left out in turn: the entry is
 // rejected and the error names the field.
 TEST(KbLoad, EveryRequiredFieldMissingIsNamed) {
-  for (std::string field : {"id", "title", "category", "severity", "phase", "frameworks", "summary", "mechanism",
-                            "affected", "confirm", "root_cause", "fix", "verify", "references", "patterns",
-                            "examples"}) {
+  for (std::string field :
+       {"id", "title", "category", "severity", "phase", "frameworks", "summary", "mechanism", "affected", "confirm",
+        "root_cause", "fix", "verify", "references", "patterns", "examples"}) {
     std::string s = kGood;
     size_t at = s.rfind("\n" + field + ":") + 1;
     if (s.rfind(field + ":", 0) == 0) at = 0;
@@ -138,20 +138,22 @@ TEST(KbLoad, PatternMatchingEverythingIsRejected) {
 TEST(KbLoad, PatternSourcesAreParsedAndChecked) {
   auto with = [](const std::string& source) {
     std::string s = kGood;
-    s.replace(s.find("literal: 'CUDA error: out of memory'}"), 37, "literal: 'CUDA error: out of memory', source: " + source + "}");
+    s.replace(s.find("literal: 'CUDA error: out of memory'}"), 37,
+              "literal: 'CUDA error: out of memory', source: " + source + "}");
     return load({{"x.yaml", s}});
   };
-  LoadResult ok = with("[{repo: NVIDIA/nccl, ref: v2.18.3-1, path: src/misc/shmutils.cc, line: 71, until: '2.22'}, "
-                       "{url: 'https://docs.nvidia.com/deploy/xid-errors/'}]");
+  LoadResult ok = with(
+      "[{repo: NVIDIA/nccl, ref: v2.18.3-1, path: src/misc/shmutils.cc, line: 71, until: '2.22'}, "
+      "{url: 'https://docs.nvidia.com/deploy/xid-errors/'}]");
   EXPECT_TRUE(ok.errors.empty());
   ASSERT_EQ(ok.kb.entries.size(), 1u);
   ASSERT_EQ(ok.kb.entries[0].patterns[0].sources.size(), 2u);
   EXPECT_EQ(ok.kb.entries[0].patterns[0].sources[0].until, "2.22");
   EXPECT_EQ(ok.kb.entries[0].patterns[0].sources[1].url, "https://docs.nvidia.com/deploy/xid-errors/");
-  for (const char* bad : {"{repo: NVIDIA/nccl, path: src/init.cc}",       // no ref
-                          "{repo: nccl, ref: v1, path: src/init.cc}",      // not owner/name
-                          "{repo: NVIDIA/nccl, ref: v1, path: a, line: 0}",
-                          "{url: 'http://example.org'}", "{file: x}", "'NVIDIA/nccl'"}) {
+  for (const char* bad : {"{repo: NVIDIA/nccl, path: src/init.cc}",    // no ref
+                          "{repo: nccl, ref: v1, path: src/init.cc}",  // not owner/name
+                          "{repo: NVIDIA/nccl, ref: v1, path: a, line: 0}", "{url: 'http://example.org'}", "{file: x}",
+                          "'NVIDIA/nccl'"}) {
     LoadResult r = with(bad);
     EXPECT_FALSE(r.errors.empty()) << bad;
     EXPECT_TRUE(r.kb.entries.empty()) << bad;
@@ -200,17 +202,16 @@ related: [other.entry]
 code_examples: {python: 'x = 1'}
 negatives: ['CUDA error: out of range']
 )";
-  rich.replace(rich.find("{id: p1, role: root, literal: 'CUDA error: out of memory'}"), 58,
-               "{id: p1, role: root, literal: 'CUDA error: out of memory', source: {repo: pytorch/pytorch, ref: v2.5.1, "
-               "path: c10/cuda/CUDAException.cpp, line: 30, since: '1.0'}, source_note: n}");
+  rich.replace(
+      rich.find("{id: p1, role: root, literal: 'CUDA error: out of memory'}"), 58,
+      "{id: p1, role: root, literal: 'CUDA error: out of memory', source: {repo: pytorch/pytorch, ref: v2.5.1, "
+      "path: c10/cuda/CUDAException.cpp, line: 30, since: '1.0'}, source_note: n}");
   rich.replace(rich.find("examples: ['RuntimeError: CUDA error: out of memory']"), 53,
                "examples: [{text: 'RuntimeError: CUDA error: out of memory', captures: {a: b}}]");
   std::string bad = kGood;
   bad.replace(bad.find("test.good"), 9, "test.bad");
   bad.replace(bad.find("severity: fatal"), 15, "severity: dire");
-  return {{"a/rich.yaml", rich},
-          {"a/bad.yaml", bad},
-          {"formats/f.yaml", R"(prefixes:
+  return {{"a/rich.yaml", rich}, {"a/bad.yaml", bad}, {"formats/f.yaml", R"(prefixes:
   - {id: rank, regex: '\[(?P<rank>\d+)\]: ', consume: false, time_format: iso, samples: ['[0]: x']}
 sources:
   - {id: rankfile, regex: 'rank(?P<rank>\d+)\.log', samples: [rank3.log]}

@@ -1,313 +1,23 @@
+// serve/serve.cc — Server: binding, running and stopping, and the routes with the headers
+// every answer gets (the Host and Origin checks, the Content-Security-Policy per kind).
 #include "serve/serve.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
-#include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <thread>
 
-#include "base/markdown.h"
 #include "base/strings.h"
+#include "serve/serve_internal.h"
 
 namespace ff::serve {
 
-// --- Admission ------------------------------------------------------------------------------
-
-Admission::Outcome Admission::enter(std::chrono::milliseconds wait) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (in_ < running_) {
-    ++in_;
-    return Outcome::kAdmitted;
-  }
-  if (queued_ >= waiting_) return Outcome::kQueueFull;
-  ++queued_;
-  const bool got = cv_.wait_for(lock, wait, [&] { return in_ < running_; });
-  --queued_;
-  if (!got) return Outcome::kTimedOut;
-  ++in_;
-  return Outcome::kAdmitted;
-}
-
-void Admission::leave() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_;
-  }
-  cv_.notify_one();
-}
-
-unsigned Admission::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return in_;
-}
-
-unsigned Admission::waiting() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queued_;
-}
-
-// --- Host check -----------------------------------------------------------------------------
-
-bool is_loopback_address(std::string_view a) {
-  if (a == "localhost" || a == "::1" || a == "[::1]") return true;
-  in_addr v4{};
-  const std::string s(a);
-  return ::inet_pton(AF_INET, s.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
-}
-
-bool host_is_loopback(std::string_view host, int port) {
-  std::string_view name = host;
-  std::string_view port_text;
-  if (starts_with(host, "[")) {  // [::1]:8765
-    const size_t close = host.find(']');
-    if (close == std::string_view::npos) return false;
-    name = host.substr(0, close + 1);
-    std::string_view rest = host.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest[0] != ':') return false;
-      port_text = rest.substr(1);
-    }
-  } else if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) {
-    name = host.substr(0, colon);
-    port_text = host.substr(colon + 1);
-  }
-  if (!is_loopback_address(name)) return false;
-  if (port_text.empty()) return port == 80;
-  return port_text == std::to_string(port);
-}
-
-// --- The encyclopedia as JSON ---------------------------------------------------------------
-
-namespace {
-
-using json = nlohmann::ordered_json;
-
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
-
-json entry_brief(const kb::Entry& e) {
-  return {{"id", e.id},       {"title", e.title},           {"category", e.category}, {"severity", e.severity},
-          {"phase", e.phase}, {"frameworks", e.frameworks}, {"tags", e.tags},         {"summary", e.summary}};
-}
-
-}  // namespace
-
-std::string entries_json(const kb::KnowledgeBase& kb) {
-  json arr = json::array();
-  for (const auto& e : kb.entries) arr.push_back(entry_brief(e));
-  return dump(json{{"total", kb.entries.size()}, {"entries", std::move(arr)}});
-}
-
-std::string entry_json(const kb::Entry& e) {
-  json j = entry_brief(e);
-  j["mechanism"] = e.mechanism;
-  j["affected"] = e.affected;
-  j["confirm"] = e.confirm;
-  if (!e.transience.empty()) j["transience"] = e.transience;
-  j["root_cause"] = e.root_cause;
-  j["fix"] = e.fix;
-  j["verify"] = e.verify;
-  j["prevention"] = e.prevention;
-  j["related"] = e.related;
-  json looks = json::array();
-  for (const auto& l : e.lookalikes) looks.push_back({{"id", l.id}, {"how_to_tell", l.how_to_tell}});
-  j["lookalikes"] = std::move(looks);
-  json symptoms = json::array();
-  for (const auto& s : e.symptoms) symptoms.push_back({{"symptom", s.symptom}, {"why", s.why}});
-  j["symptoms"] = std::move(symptoms);
-  json patterns = json::array();
-  for (const auto& p : e.patterns)
-    patterns.push_back({{"id", p.id}, {"role", kb::role_name(p.role)}, {"regex", p.regex}});
-  j["patterns"] = std::move(patterns);
-  json examples = json::array();
-  for (const auto& x : e.examples) examples.push_back(x.text);
-  j["examples"] = std::move(examples);
-  json refs = json::array();
-  for (const auto& r : e.references) refs.push_back({{"url", r.url}, {"note", r.note}});
-  j["references"] = std::move(refs);
-  // The text fields' inline Markdown (kb/README.md) as HTML, escaped first
-  // (base/markdown.h), for the page; the fields above keep the text as written.
-  auto md = [](const std::string& t) { return markdown_html(trim(t)); };
-  auto md_list = [&](const std::vector<std::string>& v) {
-    json a = json::array();
-    for (const auto& t : v) a.push_back(md(t));
-    return a;
-  };
-  j["html"] = {{"summary", md(e.summary)},   {"mechanism", md(e.mechanism)},   {"root_cause", md(e.root_cause)},
-               {"fix", md_list(e.fix)},      {"confirm", md_list(e.confirm)},  {"prevention", md_list(e.prevention)}};
-  return dump(j);
-}
-
-// --- The server -----------------------------------------------------------------------------
-
-namespace {
-
-// The page's policy: its own script and style only, requests to itself only.
-constexpr const char* kPageCsp =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-// A report: its inline style and SVG, nothing else, shown only in the page's frame.
-constexpr const char* kReportCsp =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'self'";
-constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'";
-
-// A stream per uploaded file: the connection's thread writes into a pipe as the body
-// arrives; the diagnosis thread reads the other end (io::read_streams).
-class UploadFeed final : public io::StreamFeed {
- public:
-  ~UploadFeed() override {
-    close_current();
-    for (auto& [name, fd] : pending_) ::close(fd);
-  }
-  // Starts the next stream; false when no pipe could be made.
-  bool open(std::string name) {
-    close_current();
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) return false;
-    ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);  // fewer wake-ups; a hint
-    write_fd_ = p[1];
-    dropping_ = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_.emplace_back(std::move(name), p[0]);
-      ++streams_;
-    }
-    cv_.notify_one();
-    return true;
-  }
-  // The current stream's next bytes. A stream the reader stopped reading (a binary file,
-  // the byte limit) is closed on its side: the rest of it is dropped.
-  void write(const char* data, size_t n) {
-    while (n > 0 && write_fd_ >= 0 && !dropping_) {
-      const ssize_t w = ::write(write_fd_, data, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        dropping_ = true;  // EPIPE
-        break;
-      }
-      data += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-  void close_current() {
-    if (write_fd_ >= 0) ::close(write_fd_);
-    write_fd_ = -1;
-  }
-  // No more streams.
-  void finish() {
-    close_current();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      finished_ = true;
-    }
-    cv_.notify_one();
-  }
-  bool next(std::string& name, int& fd) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !pending_.empty() || finished_; });
-    if (pending_.empty()) return false;
-    name = std::move(pending_.front().first);
-    fd = pending_.front().second;
-    pending_.pop_front();
-    return true;
-  }
-  size_t streams() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return streams_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<std::string, int>> pending_;
-  bool finished_ = false;
-  size_t streams_ = 0;
-  int write_fd_ = -1;
-  bool dropping_ = false;
-};
-
-// The name an uploaded file is shown by: its last path component, printable, bounded.
-std::string display_name(std::string_view given) {
-  if (const size_t slash = given.find_last_of("/\\"); slash != std::string_view::npos) given = given.substr(slash + 1);
-  std::string out;
-  for (char c : given) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) continue;
-    out += c;
-    if (out.size() >= 200) break;
-  }
-  return out.empty() || out == "." || out == ".." ? "pasted.log" : out;
-}
-
-// Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory.
-class ReportStore {
- public:
-  explicit ReportStore(size_t most) : most_(most) {}
-  std::string put(std::shared_ptr<const Diagnosed> d) {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string id;
-    do {
-      id = fmt::format("{:016x}", rng_());
-    } while (by_id_.count(id) > 0);
-    by_id_[id] = std::move(d);
-    order_.push_back(id);
-    while (order_.size() > most_) {
-      by_id_.erase(order_.front());
-      order_.pop_front();
-    }
-    return id;
-  }
-  std::shared_ptr<const Diagnosed> get(const std::string& id) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_id_.find(id);
-    return it == by_id_.end() ? nullptr : it->second;
-  }
-
- private:
-  size_t most_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Diagnosed>> by_id_;
-  std::deque<std::string> order_;
-  std::mt19937_64 rng_{std::random_device{}()};
-};
-
-// The rest of a body that is refused, read and dropped for a little while, so that the
-// client (still sending) reads the answer instead of a reset connection; a huge one is
-// cut off after that, as nginx's lingering close does.
-struct Drain {
-  uint64_t bytes = 0;
-  std::chrono::steady_clock::time_point until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  bool more(size_t n) {
-    bytes += n;
-    return bytes < (64u << 20) && std::chrono::steady_clock::now() < until;
-  }
-};
-
-// A small body (a search query) read whole through the content reader, at most `most`
-// bytes; false when it is larger or could not be read.
-bool read_small_body(const httplib::ContentReader& reader, size_t most, std::string& out) {
-  bool over = false;
-  Drain drain;
-  const bool ok = reader([&](const char* data, size_t n) {
-    if (over || out.size() + n > most) {
-      over = true;
-      return drain.more(n);
-    }
-    out.append(data, n);
-    return true;
-  });
-  return ok && !over;
-}
 
 void set_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
@@ -321,30 +31,8 @@ void refuse(httplib::Response& res, int status, const std::string& message) {
   set_error(res, status, message);
 }
 
-}  // namespace
-
-struct Server::Impl {
-  Options options;
-  Handlers handlers;
-  httplib::Server http;
-  Admission admission;
-  ReportStore reports;
-  int port = 0;
-  bool loopback = true;
-  std::string entries;  // /api/entries, built once
-  std::map<std::string, const kb::Entry*> entry_by_id;
-
-  Impl(Options o, Handlers h)
-      : options(std::move(o)),
-        handlers(std::move(h)),
-        admission(std::max(1u, options.limits.max_running), options.limits.max_waiting),
-        reports(std::max<size_t>(1, options.limits.kept_reports)) {}
-
-  void routes();
-  void diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
-};
-
-Server::Server(Options options, Handlers handlers) : impl_(std::make_unique<Impl>(std::move(options), std::move(handlers))) {
+Server::Server(Options options, Handlers handlers)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handlers))) {
   impl_->loopback = is_loopback_address(impl_->options.bind);
   if (impl_->handlers.kb != nullptr) {
     impl_->entries = entries_json(*impl_->handlers.kb);
@@ -359,7 +47,8 @@ Result<int> Server::bind() {
   Impl& s = *impl_;
   if (s.options.port == 0) {
     s.port = s.http.bind_to_any_port(s.options.bind);
-    if (s.port <= 0) return make_error(ErrorCode::kIo, "cannot listen on " + s.options.bind + ": " + std::strerror(errno));
+    if (s.port <= 0)
+      return make_error(ErrorCode::kIo, "cannot listen on " + s.options.bind + ": " + std::strerror(errno));
   } else {
     if (!s.http.bind_to_port(s.options.bind, s.options.port))
       return make_error(ErrorCode::kIo, fmt::format("cannot listen on {} port {}: {} (--port 0 picks a free one)",
@@ -377,9 +66,12 @@ bool Server::run() {
 
 void Server::stop() { impl_->http.stop(); }
 
+// Over 80 lines: the route table, every route with its handler and headers in one place,
+// so that what the server answers (and nothing else) can be read at once.
 void Server::Impl::routes() {
   const Limits& lim = options.limits;
-  const unsigned threads = lim.connection_threads != 0 ? lim.connection_threads : lim.max_running + lim.max_waiting + 32;
+  const unsigned threads =
+      lim.connection_threads != 0 ? lim.connection_threads : lim.max_running + lim.max_waiting + 32;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_read_timeout(lim.read_timeout_s, 0);
   http.set_write_timeout(lim.write_timeout_s, 0);
@@ -442,9 +134,7 @@ void Server::Impl::routes() {
     std::string what = "internal error";
     try {
       if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = std::string("internal error: ") + e.what();
-    } catch (...) {
+    } catch (const std::exception& e) { what = std::string("internal error: ") + e.what(); } catch (...) {
     }
     set_error(res, 500, what);
   });
@@ -470,7 +160,8 @@ void Server::Impl::routes() {
   http.Get("/api/samples", [](const httplib::Request&, httplib::Response& res) {
     json arr = json::array();
     for (const Sample& s : samples())
-      arr.push_back({{"name", s.name}, {"title", s.title}, {"bytes", s.text.size()}, {"url", "/samples/" + std::string(s.name)}});
+      arr.push_back(
+          {{"name", s.name}, {"title", s.title}, {"bytes", s.text.size()}, {"url", "/samples/" + std::string(s.name)}});
     res.set_content(dump(arr), "application/json");
   });
   http.Get(R"(/samples/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
@@ -495,7 +186,8 @@ void Server::Impl::routes() {
   });
   auto search = [this](const std::string& q, const httplib::Request& req, httplib::Response& res) {
     size_t limit = 10;
-    if (req.has_param("limit")) limit = static_cast<size_t>(std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10));
+    if (req.has_param("limit"))
+      limit = static_cast<size_t>(std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10));
     if (trim(q).empty()) return set_error(res, 400, "an empty query: /api/search?q=words or a pasted error line");
     res.set_content(handlers.search(q, limit), "application/json");
     res.set_header("Content-Security-Policy", kApiCsp);
@@ -503,19 +195,20 @@ void Server::Impl::routes() {
   http.Get("/api/search", [search](const httplib::Request& req, httplib::Response& res) {
     search(req.get_param_value("q"), req, res);
   });
-  http.Post("/api/search", [search](const httplib::Request& req, httplib::Response& res,
-                                    const httplib::ContentReader& reader) {
-    std::string body;
-    if (!read_small_body(reader, 1u << 20, body)) {
-      return refuse(res, 413, "a search query of more than 1 MiB, or one that could not be read");
-    }
-    search(body, req, res);
-  });
+  http.Post("/api/search",
+            [search](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+              std::string body;
+              if (!read_small_body(reader, 1u << 20, body)) {
+                return refuse(res, 413, "a search query of more than 1 MiB, or one that could not be read");
+              }
+              search(body, req, res);
+            });
   http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) { diagnose(req, res, reader); });
   http.Get(R"(/report/([0-9a-f]{16})\.(html|md|json))", [this](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Diagnosed> d = reports.get(req.matches[1].str());
-    if (!d) return set_error(res, 404, "this diagnosis is no longer kept (the server keeps the newest few); diagnose again");
+    if (!d)
+      return set_error(res, 404, "this diagnosis is no longer kept (the server keeps the newest few); diagnose again");
     const std::string kind = req.matches[2].str();
     const bool download = req.get_param_value("download") == "1";
     if (kind == "html") {
@@ -523,107 +216,14 @@ void Server::Impl::routes() {
       res.set_header("Content-Security-Policy", kReportCsp);
       res.set_header("X-Frame-Options", "SAMEORIGIN");
     } else {
-      res.set_content(kind == "md" ? d->markdown : d->json, kind == "md" ? "text/markdown; charset=utf-8" : "application/json");
+      res.set_content(kind == "md" ? d->markdown : d->json,
+                      kind == "md" ? "text/markdown; charset=utf-8" : "application/json");
       res.set_header("Content-Security-Policy", kApiCsp);
     }
     if (download)
       res.set_header("Content-Disposition", fmt::format("attachment; filename=\"firstfault-report.{}\"", kind));
     res.set_header("Cache-Control", "no-store");
   });
-}
-
-void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-  const Limits& lim = options.limits;
-  res.set_header("Cache-Control", "no-store");
-  res.set_header("Content-Security-Policy", kApiCsp);
-  if (req.has_header("Content-Length")) {
-    const uint64_t len = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-    if (len > lim.max_upload_bytes) {
-      Drain drain;
-      reader([&](const char*, size_t n) { return drain.more(n); });
-      return refuse(res, 413,
-                    fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
-                                "--max-upload, or run firstfault diagnose on the file)",
-                                len, lim.max_upload_bytes));
-    }
-  }
-  switch (admission.enter(std::chrono::seconds(lim.queue_wait_s))) {
-    case Admission::Outcome::kAdmitted: break;
-    case Admission::Outcome::kQueueFull:
-      res.set_header("Retry-After", "5");
-      return refuse(res, 503, fmt::format("busy: {} diagnoses running and {} waiting; try again in a few seconds",
-                                          lim.max_running, lim.max_waiting));
-    case Admission::Outcome::kTimedOut:
-      res.set_header("Retry-After", "10");
-      return refuse(res, 503, fmt::format("busy: no diagnosis slot came free within {} s; try again", lim.queue_wait_s));
-  }
-  struct Leave {
-    Admission& a;
-    ~Leave() { a.leave(); }
-  } leave{admission};
-
-  DiagnoseRequest dr;
-  dr.redact = req.get_param_value("redact") == "1";
-  UploadFeed feed;
-  std::shared_ptr<Diagnosed> result = std::make_shared<Diagnosed>();
-  std::string failure;
-  std::thread worker([&] {
-    try {
-      *result = handlers.diagnose(feed, dr);
-    } catch (const std::exception& e) {
-      failure = e.what();
-      std::string name;
-      int fd;
-      while (feed.next(name, fd)) ::close(fd);  // so the writer never blocks on a pipe nobody reads
-    }
-  });
-  uint64_t total = 0;
-  bool over = false, no_pipe = false;
-  Drain drain;
-  auto receive = [&](const char* data, size_t n) {
-    total += n;
-    if (total > lim.max_upload_bytes) over = true;
-    if (over) return drain.more(n);
-    feed.write(data, n);
-    return true;
-  };
-  bool ok;
-  if (req.is_multipart_form_data()) {
-    ok = reader(
-        [&](const httplib::MultipartFormData& part) {
-          if (!feed.open(display_name(part.filename.empty() ? "pasted.log" : part.filename))) {
-            no_pipe = true;
-            return false;
-          }
-          return true;
-        },
-        receive);
-  } else {
-    const std::string name = req.has_param("name") ? req.get_param_value("name") : "pasted.log";
-    ok = feed.open(display_name(name));
-    no_pipe = !ok;
-    ok = ok && reader(receive);
-  }
-  feed.finish();
-  worker.join();
-  if (over) {
-    return refuse(res, 413, fmt::format("the upload is larger than {} bytes, the most this server accepts "
-                                        "(firstfault serve --max-upload)",
-                                        lim.max_upload_bytes));
-  }
-  if (no_pipe) return set_error(res, 503, std::string("cannot start a diagnosis: ") + std::strerror(errno));
-  if (!ok) {
-    return refuse(res, 400,
-                  req.is_multipart_form_data()
-                      ? "the multipart body could not be read (malformed, cut short, or the client went silent)"
-                      : "the body could not be read (cut short, or the client went silent)");
-  }
-  if (!failure.empty()) return set_error(res, 500, "the diagnosis failed: " + failure);
-  if (feed.streams() == 0) return set_error(res, 400, "no file in the upload: send a text body or multipart files");
-  res.status = result->nothing_read ? 422 : 200;
-  res.set_header("X-Firstfault-Verdict", result->verdict);
-  if (req.get_param_value("keep") == "1") res.set_header("X-Firstfault-Report", reports.put(result));
-  res.set_content(result->json, "application/json");
 }
 
 }  // namespace ff::serve

@@ -47,13 +47,13 @@ struct Limits {
   int queue_wait_s = 120;                  // a queued diagnosis waits this long at most: 503
   int read_timeout_s = 10;                 // a client silent this long is dropped
   int write_timeout_s = 10;
-  size_t kept_reports = 32;                // diagnoses kept in memory for /report/ (oldest dropped)
-  unsigned connection_threads = 0;         // 0: max_running + max_waiting + 32
+  size_t kept_reports = 32;         // diagnoses kept in memory for /report/ (oldest dropped)
+  unsigned connection_threads = 0;  // 0: max_running + max_waiting + 32
 };
 
 struct Options {
   std::string bind = "127.0.0.1";
-  int port = 8765;            // 0: any free port (bind() says which)
+  int port = 8765;  // 0: any free port (bind() says which)
   Limits limits;
 };
 
@@ -67,7 +67,7 @@ struct Diagnosed {
 };
 
 struct DiagnoseRequest {
-  bool redact = false;   // ?redact=1: secrets and identities replaced (app/redaction.h)
+  bool redact = false;  // ?redact=1: secrets and identities replaced (app/redaction.h)
 };
 
 // What the answers are made of; app fills these in (it alone sees the engine).

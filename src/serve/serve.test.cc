@@ -297,8 +297,8 @@ TEST_F(ServeTest, AFullQueueAnswers503WithRetryAfter) {
 
 TEST_F(ServeTest, NoPathReachesTheFilesystem) {
   start();
-  for (const char* path : {"/assets/../../../../etc/passwd", "/etc/passwd", "/assets/index.html", "/samples/../CMakeLists.txt",
-                           "/report/../serve.cc", "/api/entries/../../x"}) {
+  for (const char* path : {"/assets/../../../../etc/passwd", "/etc/passwd", "/assets/index.html",
+                           "/samples/../CMakeLists.txt", "/report/../serve.cc", "/api/entries/../../x"}) {
     auto res = client().Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 404) << path;

@@ -1,0 +1,223 @@
+// app/commands.diagnose.cc — `diagnose`: a job's events into a Diagnosis (shared with
+// watch, lsp, serve and the scheduler commands), rendered in every format; `rules`.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "analyze/analyze.h"
+#include "app/commands.h"
+#include "app/commands_internal.h"
+#include "app/history.h"
+#include "app/kb_check.h"
+#include "app/redaction.h"
+#include "app/terminal.h"
+#include "base/escape.h"
+#include "base/strings.h"
+#include "base/wrap.h"
+#include "report/editor.h"
+#include "report/report.h"
+#include "scan/scan.h"
+#include "site/site.h"
+
+namespace ff::app {
+
+std::vector<analyze::SourceSummary> summarise_sources(const scan::JobStats& stats) {
+  std::vector<analyze::SourceSummary> out;
+  for (const auto& s : stats.sources) out.push_back(s);  // its SourceSummary part
+  return out;
+}
+
+// The analysis writes "Search the message: firstfault search '" + text + "'" (analyze.cc),
+// the text unquoted inside: the text is all between the prefix and the last quote, and is
+// quoted again here. (Quoting it where it is written, in analyze, is the better place.)
+void quote_suggested_commands(analyze::Diagnosis& d) {
+  if (!d.primary) return;
+  static constexpr std::string_view kSearch = "Search the message: firstfault search '";
+  for (std::string& step : d.primary->fix) {
+    if (!starts_with(step, kSearch) || step.size() < kSearch.size() + 1 || step.back() != '\'') continue;
+    const std::string text = step.substr(kSearch.size(), step.size() - kSearch.size() - 1);
+    step = std::string(kSearch.substr(0, kSearch.size() - 1)) + shell_quote(text);
+  }
+}
+
+// The diagnosis's verify step: the KB's command, then the re-check of the rerun's logs,
+// each input one shell word however it is named.
+void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inputs) {
+  if (!d.primary) return;
+  std::string before;
+  for (const auto& in : inputs) before += (before.empty() ? "" : " ") + shell_quote(in);
+  std::string& v = d.primary->verify;
+  v = std::string(trim(v));
+  v += std::string(v.empty() ? "" : "\n") + "Then check that its signature (" + d.primary->fingerprint +
+       ") is gone from the rerun:\n$ firstfault verify --before " + before + " --after NEW_LOGS";
+}
+
+bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& scan_fn,
+                     const std::vector<std::string>& names, DiagnosedJob& job) {
+  auto t0 = std::chrono::steady_clock::now();
+  scan::CollectSink sink;
+  scan::JobStats stats = scan_fn(*loaded.engine, sink);
+  if (!diagnose_events(loaded, opt, sink.events, stats, names, job)) return false;
+  job.d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
+                     const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job) {
+  auto t0 = std::chrono::steady_clock::now();
+  // --redact: the analysis runs on the original text; what is shown is redacted.
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  std::vector<Error> errors = stats.errors;
+  if (opt.redact && !start_redactor(redactor, events, errors)) return false;
+  analyze::JobNumbers numbers;
+  numbers.series = &stats.series;
+  numbers.aliases = &loaded.engine->metric_aliases();
+  numbers.last_time_us = stats.last_time_us;
+  numbers.last_time_clock = stats.last_time_clock;
+  for (const auto& e : errors) numbers.unread.push_back(e.to_string());
+  analyze::Diagnosis& d = job.d;
+  d = analyze::diagnose(events, summarise_sources(stats), *loaded.kb, numbers);
+  d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
+  quote_suggested_commands(d);
+  add_rerun_check(d, names);
+  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (redactor) redact_diagnosis(d, *redactor);
+  job.nothing_read = stats.sources.empty();
+  job.input_errors = std::move(errors);
+  return true;
+}
+
+int diagnose_job(const Options& opt, DiagnosedJob& job) {
+  auto loaded = load_or_say(opt, false, KbFields::kDiagnosis);
+  if (!loaded) return 2;
+  const scan::ScanOptions so = scan_options(opt);
+  const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
+    return scan::scan_job(engine, opt.inputs, sink, so);
+  };
+  if (!diagnose_loaded(*loaded, opt, scan_fn, opt.inputs, job)) return 2;
+  for (const auto& e : job.input_errors) fmt::print(stderr, "firstfault: {}\n", escape_for_terminal(e.to_string()));
+  return 0;
+}
+
+// What nothing read gives: no verdict, and why.
+void mark_nothing_read(analyze::Diagnosis& d) {
+  d.verdict = analyze::VerdictKind::kUnknown;
+  d.reasons = {{"input.none-read", "no input could be read", {}}};
+}
+
+std::string render_report(DiagnosedJob& job, const std::string& format, const Options& opt) {
+  analyze::Diagnosis& d = job.d;
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (format == "json")
+    return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
+  // --site-url: where an entry's encyclopedia page is, for the html and sarif reports' links.
+  std::function<std::string(const std::string&)> entry_link;
+  if (!opt.site_url.empty()) {
+    std::string base = opt.site_url;
+    if (base.back() != '/') base += '/';
+    entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };
+  }
+  if (format == "html") {
+    report::HtmlOptions ho;
+    ho.generator = "firstfault " FF_VERSION;
+    ho.entry_link = entry_link;
+    return report::render_html(d, ho);
+  }
+  if (format == "vimgrep") return report::render_vimgrep(d);
+  if (format == "sarif") {
+    report::SarifOptions so;
+    so.version = FF_VERSION;
+    so.entry_link = entry_link;
+    return report::render_sarif(d, so);
+  }
+  report::MarkdownOptions mo;
+  mo.generator = "firstfault " FF_VERSION;
+  std::string out = report::render_markdown(d, mo);
+  if (redactor) out += "\n" + redaction_line(*redactor);
+  return out;
+}
+
+int run_diagnose(const Options& opt) {
+  DiagnosedJob job;
+  if (int rc = diagnose_job(opt, job); rc != 0) return rc;
+  // The history (app/history.h): kept, and a recurring failure said on stderr.
+  if (!job.nothing_read && !opt.no_history) {
+    if (std::string again = remember_diagnosis(job.d, "diagnose", opt.inputs); !again.empty())
+      fmt::print(stderr, "firstfault: seen before: {} (firstfault history)\n", escape_for_terminal(again));
+  }
+  return print_diagnosis(job, opt);
+}
+
+int print_diagnosis(DiagnosedJob& job, const Options& opt) {
+  analyze::Diagnosis& d = job.d;
+  std::optional<redact::Redactor>& redactor = job.redactor;
+  if (job.nothing_read) {
+    fmt::print(stderr, "firstfault: nothing could be read; no diagnosis\n");
+    if (opt.format == "json") {
+      mark_nothing_read(d);
+      std::cout << report::render_json(d);
+    }
+    return 2;
+  }
+  std::string rendered;
+  const bool to_file = !opt.output.empty() && opt.output != "-";
+  if (opt.format == "json" || opt.format == "html" || opt.format == "markdown" || opt.format == "md" ||
+      opt.format == "vimgrep" || opt.format == "sarif") {
+    rendered = render_report(job, opt.format == "md" ? "markdown" : opt.format, opt);
+  } else {
+    report::TextOptions to;
+    to.color = use_colour(opt, !to_file && isatty(STDOUT_FILENO));
+    to.verbose = opt.verbose;
+    to.width = to_file ? 0 : output_width(STDOUT_FILENO);
+    to.rows = to_file ? 0 : output_rows(STDOUT_FILENO);
+    rendered = report::render_text(d, to);
+    if (redactor) rendered += redaction_line(*redactor);
+  }
+  if (to_file) {
+    // Written whole or not at all: a temporary file next to it, renamed over it.
+    if (std::string problem = write_output_file(opt.output, rendered); !problem.empty()) {
+      fmt::print(stderr, "firstfault: cannot write the report {}: {}\n", escape_for_terminal(opt.output),
+                 escape_for_terminal(problem));
+      return 2;
+    }
+    fmt::print(stderr, "firstfault: wrote {} ({})\n", escape_for_terminal(opt.output),
+               analyze::verdict_name(d.verdict));
+  } else {
+    std::cout << rendered;
+  }
+  std::cout.flush();
+  return analyze::verdict_exit_code(d.verdict);
+}
+
+#ifndef FF_HAVE_SERVE
+int run_serve(const Options&) {
+  fmt::print(stderr,
+             "firstfault: this build has no web server: the portable build links everything statically, and Debian "
+             "ships cpp-httplib only as a shared library. Build from source with libcpp-httplib-dev installed (make "
+             "run), or use firstfault diagnose --format html.\n");
+  return 2;
+}
+#endif
+
+int run_rules(const Options& opt) {
+  const auto& rules = analyze::rules();
+  if (opt.format == "json") {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < rules.size(); ++i)
+      arr.push_back({{"order", i + 1}, {"name", rules[i].name}, {"what", rules[i].what}});
+    std::cout << arr.dump(2) << "\n";
+    return 0;
+  }
+  std::string out;
+  for (size_t i = 0; i < rules.size(); ++i)
+    out += fmt::format("{:>2}. {:<32} {}\n", i + 1, rules[i].name, rules[i].what);
+  out = wrap_text(out, output_width(STDOUT_FILENO));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace ff::app
