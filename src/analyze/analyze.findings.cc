@@ -101,6 +101,8 @@ void fill_primary(Ctx& c) {
     f.root_cause = e.root_cause;
     f.fix = e.fix;
     f.verify = e.verify;
+    f.verify_where = e.verify_where;
+    f.verify_expect = e.verify_expect;
     for (const auto& r : e.references) f.references.push_back(r.url);
   } else {
     f.summary = "The process raised " + primary->exc_type +

@@ -123,6 +123,8 @@ void read_numbers(Ctx& c) {
       f.root_cause = e->root_cause;
       f.fix = e->fix;
       f.verify = e->verify;
+      f.verify_where = e->verify_where;
+      f.verify_expect = e->verify_expect;
       for (const auto& r : e->references) f.references.push_back(r.url);
     } else {
       f.fix = {

@@ -90,7 +90,9 @@ struct Finding {
   std::string summary;
   std::string root_cause;
   std::vector<std::string> fix;
-  std::string verify;
+  std::string verify;         // the command that checks the fix (the entry's verify.command)
+  std::string verify_where;   // "shell", "rerun" or "in-process" (empty: not said)
+  std::string verify_expect;  // what its output shows when the fix worked
   std::vector<std::string> references;
   std::string exception_type;
   std::string rank_source;  // how the rank was found, in words ("log prefix", ...)

@@ -52,6 +52,15 @@ inline std::string where_text(const analyze::Finding& p) {
 }
 
 // Whether the "rank from ..." line adds anything to where_text.
+// Where a verify command runs (kb/README.md, "The page"), as the reports say it; empty when
+// the entry does not say.
+inline std::string verify_where_text(const std::string& where) {
+  if (where == "shell") return "in a shell on the node, after the fix:";
+  if (where == "rerun") return "rerun a few steps of the job with the fix:";
+  if (where == "in-process") return "add these lines to the training script:";
+  return "";
+}
+
 inline bool says_rank_source(const analyze::Finding& p) {
   return !p.rank_source.empty() && p.rank_source != "log prefix" &&
          !(!p.rank && p.rank_how == analyze::RankSource::kAllAlike);

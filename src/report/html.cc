@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/escape.h"
+#include "base/strings.h"
 #include "report/format.h"
 #include "report/report.h"
 
@@ -290,7 +291,13 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     out += "</section>\n<section id=\"fix\"><h2>Fix</h2>\n<ol>\n";
     for (const auto& step : p.fix) out += fmt::format("<li>{}</li>\n", h(step));
     out += "</ol>\n";
-    if (!p.verify.empty()) out += fmt::format("<h2>Verify</h2>\n<pre class=\"verify\">{}</pre>\n", h(p.verify));
+    if (!p.verify.empty()) {
+      const std::string where = detail::verify_where_text(p.verify_where);
+      out += "<h2>Verify</h2>\n";
+      if (!where.empty()) out += fmt::format("<p class=\"muted\">{}</p>\n", h(where));
+      out += fmt::format("<pre class=\"verify\">{}</pre>\n", h(p.verify));
+      if (!p.verify_expect.empty()) out += fmt::format("<p>Expect: {}</p>\n", h(std::string(trim(p.verify_expect))));
+    }
     if (!p.summary.empty()) out += fmt::format("<h2>What happened</h2>\n<p>{}</p>\n", h(p.summary));
     if (!p.root_cause.empty()) out += fmt::format("<h2>Root cause</h2>\n<p>{}</p>\n", h(p.root_cause));
     out += fmt::format("<p class=\"muted\">Encyclopedia: ");

@@ -94,7 +94,11 @@ std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
       for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("{}. {}\n", i + 1, md(p.fix[i]));
       out += "\n";
     }
-    if (!p.verify.empty()) out += "**Verify**\n\n" + block(p.verify) + "\n";
+    if (!p.verify.empty()) {
+      const std::string where = detail::verify_where_text(p.verify_where);
+      out += "**Verify**" + (where.empty() ? std::string() : " " + where) + "\n\n" + block(p.verify) + "\n";
+      if (!p.verify_expect.empty()) out += fmt::format("Expect: {}\n\n", md(std::string(trim(p.verify_expect))));
+    }
     if (!p.root_cause.empty()) out += fmt::format("**Root cause:** {}\n\n", md(std::string(trim(p.root_cause))));
     out += fmt::format("Details: {}\n\n", code("firstfault explain " + detail::id_word(p.id)));
   } else {

@@ -131,6 +131,8 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["fix"] = fix;
     pj["fix_steps"] = p.fix;
     pj["verify"] = p.verify;
+    if (!p.verify_where.empty()) pj["verify_where"] = p.verify_where;
+    if (!p.verify_expect.empty()) pj["verify_expect"] = p.verify_expect;
     pj["references"] = p.references;
     j["primary"] = pj;
   } else {
@@ -319,9 +321,12 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     std::string verify_block;
     if (!p.verify.empty()) {
       verify_block = fmt::format("\n{}\n", paint("1", "Verify"));
+      const std::string where = detail::verify_where_text(p.verify_where);
+      if (!where.empty()) verify_block += fmt::format("  {}\n", where);
       const std::string verify = ml(trimmed(p.verify));
       for (auto line : split(verify, '\n'))
         verify_block += line.empty() ? std::string("\n") : fmt::format("  {}\n", line);
+      if (!p.verify_expect.empty()) verify_block += fmt::format("  Expect: {}\n", ml(trimmed(p.verify_expect)));
     }
     size_t shown = p.fix.size();
     if (o.rows > 1 && o.width > 0 && !o.verbose) {

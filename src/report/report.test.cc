@@ -22,6 +22,36 @@ Diagnosis failed_with(const std::string& decisive) {
   return d;
 }
 
+// Issue 22: every report says where the verify command runs and what it shows when the
+// fix worked, from the entry's verify {where, command, expect}.
+TEST(AllFormats, VerifySaysWhereItRunsAndWhatToExpect) {
+  Diagnosis d = failed_with("torch.OutOfMemoryError: CUDA out of memory.");
+  d.primary->verify = "print(torch.cuda.max_memory_allocated() / 2**30)";
+  d.primary->verify_where = "in-process";
+  d.primary->verify_expect = "after the first step, below the card's memory minus **2 GiB**";
+  TextOptions to;
+  to.color = false;
+  const std::string text = render_text(d, to);
+  EXPECT_NE(text.find("Verify\n  add these lines to the training script:\n  print(torch.cuda.max_memory_allocated()"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  Expect: after the first step"), std::string::npos) << text;
+  const std::string json = render_json(d);
+  EXPECT_NE(json.find("\"verify_where\": \"in-process\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"verify_expect\": \"after the first step"), std::string::npos) << json;
+  const std::string md = render_markdown(d);
+  EXPECT_NE(md.find("**Verify** add these lines to the training script:"), std::string::npos) << md;
+  // Text is escaped for Markdown as the fix steps are (a --kb entry is someone else's text).
+  EXPECT_NE(md.find("Expect: after the first step, below the card's memory minus \\*\\*2 GiB\\*\\*"), std::string::npos) << md;
+  const std::string html = render_html(d);
+  EXPECT_NE(html.find("<p class=\"muted\">add these lines to the training script:</p>"), std::string::npos);
+  EXPECT_NE(html.find("<p>Expect: after the first step"), std::string::npos);
+  // An entry that does not say where prints the command alone, as before.
+  d.primary->verify_where.clear();
+  d.primary->verify_expect.clear();
+  EXPECT_EQ(render_text(d, to).find("Expect:"), std::string::npos);
+  EXPECT_EQ(render_json(d).find("verify_where"), std::string::npos);
+}
+
 TEST(Html, TextFromALogIsEscapedAndNoScriptIsWritten) {
   Diagnosis d = failed_with("RuntimeError: <script>alert(1)</script> & \x1b[31mred\" onload=\"x");
   const std::string html = render_html(d);
