@@ -1,6 +1,6 @@
 // firstfault encyclopedia: client-side search. No dependencies, works from file://.
 //
-// It ranks as `firstfault search` does (src/app/commands.cc, src/site/search_index.cc):
+// It ranks as `firstfault search` does (src/app/commands.search.cc, src/site/search_index.cc):
 //   1. each line of the query is cleaned (ANSI, carriage-return residue, NUL), its prefixes
 //      (rank labels, timestamps, levels: kb/formats/prefixes.yaml) peeled, and matched
 //      against every pattern; the most specific entry of each line comes first (highest
