@@ -46,8 +46,9 @@ std::string index_page(const Model& m) {
 
   b += "<section id=\"categories\" class=\"block\">\n<h2>Categories</h2>\n<ul class=\"cat-grid\">\n";
   for (const auto& c : cats)
-    b += fmt::format("<li><a class=\"cat-card cat-{}\" href=\"#cat-{}\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
-                     slug(c), slug(c), esc(category_name(c)), m.by_category.at(c).size());
+    b += fmt::format(
+        "<li><a class=\"cat-card cat-{}\" href=\"#cat-{}\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
+        slug(c), slug(c), esc(category_name(c)), m.by_category.at(c).size());
   b += "</ul>\n</section>\n";
 
   b += "<section id=\"frameworks\" class=\"block\">\n<h2>Frameworks</h2>\n<ul class=\"fw-grid\">\n";
@@ -55,16 +56,18 @@ std::string index_page(const Model& m) {
   for (const auto& [s, list] : m.by_framework) fws.emplace_back(s, list.size());
   std::stable_sort(fws.begin(), fws.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [s, n] : fws)
-    b += fmt::format("<li><a class=\"fw-card\" href=\"frameworks/{}.html\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
-                     s, esc(framework_name(m.framework_label.at(s))), n);
+    b += fmt::format(
+        "<li><a class=\"fw-card\" href=\"frameworks/{}.html\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
+        s, esc(framework_name(m.framework_label.at(s))), n);
   b += "</ul>\n</section>\n";
 
   b += "<section id=\"all\" class=\"block\">\n<h2>All entries by category</h2>\n";
   for (const auto& c : cats) {
     const auto& list = m.by_category.at(c);
-    b += fmt::format("<section id=\"cat-{}\" class=\"cat-section\">\n<h3><span class=\"dot cat-{}\"></span>{} "
-                     "<span class=\"count\">{}</span></h3>\n<ul class=\"entry-list\">\n",
-                     slug(c), slug(c), esc(category_name(c)), list.size());
+    b += fmt::format(
+        "<section id=\"cat-{}\" class=\"cat-section\">\n<h3><span class=\"dot cat-{}\"></span>{} "
+        "<span class=\"count\">{}</span></h3>\n<ul class=\"entry-list\">\n",
+        slug(c), slug(c), esc(category_name(c)), list.size());
     for (size_t i : list) b += entry_item(m, root, i, false);
     b += "</ul>\n</section>\n";
   }
@@ -95,18 +98,20 @@ std::string framework_page(const Model& m, const std::string& fw_slug) {
   b += "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
        "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#frameworks\">Frameworks</a></nav>\n";
   b += "<h1>" + esc(name) + "</h1>\n";
-  b += fmt::format("<p class=\"lead\">{} {} that {} can print, by the lifecycle phase where they appear; a side-by-side "
-                   "comparison follows.</p>\n",
-                   list.size(), list.size() == 1 ? "failure" : "failures", esc(name));
+  b += fmt::format(
+      "<p class=\"lead\">{} {} that {} can print, by the lifecycle phase where they appear; a side-by-side "
+      "comparison follows.</p>\n",
+      list.size(), list.size() == 1 ? "failure" : "failures", esc(name));
   b += "<nav class=\"toc\" aria-label=\"Phases\"><span>Phases:</span> ";
   for (const auto& p : phases)
     b += fmt::format("<a href=\"#phase-{}\">{} <span class=\"count\">{}</span></a> ", slug(p), esc(phase_name(p)),
                      by_phase[p].size());
   b += "<a href=\"#compare\">Side by side</a></nav>\n";
   for (const auto& p : phases) {
-    b += fmt::format("<section id=\"phase-{}\" class=\"block\">\n<h2>{} <span class=\"count\">{}</span></h2>\n"
-                     "<ul class=\"entry-list\">\n",
-                     slug(p), esc(phase_name(p)), by_phase[p].size());
+    b += fmt::format(
+        "<section id=\"phase-{}\" class=\"block\">\n<h2>{} <span class=\"count\">{}</span></h2>\n"
+        "<ul class=\"entry-list\">\n",
+        slug(p), esc(phase_name(p)), by_phase[p].size());
     for (size_t i : by_phase[p]) b += entry_item(m, root, i);
     b += "</ul>\n</section>\n";
   }
@@ -116,14 +121,15 @@ std::string framework_page(const Model& m, const std::string& fw_slug) {
   for (const auto& p : phases) {
     for (size_t i : by_phase[p]) {
       const kb::Entry& e = m.kb.entries[i];
-      std::string symptom = !e.symptoms.empty() ? clipped(e.symptoms[0].symptom, 200)
-                            : !e.examples.empty()
-                                ? "<code>" + esc(truncate_utf8(trim(split(trim(e.examples[0].text), '\n')[0]), 160)) + "</code>"
-                                : "";
-      b += fmt::format("<tr><td><a href=\"{}\">{}</a><span class=\"meta\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       entry_href(root, e), title_html(e), esc(phase_name(e.phase)), symptom,
-                       excerpt(e.root_cause),
-                       e.fix.empty() ? "" : clipped(e.fix[0], 260));
+      std::string symptom =
+          !e.symptoms.empty() ? clipped(e.symptoms[0].symptom, 200)
+          : !e.examples.empty()
+              ? "<code>" + esc(truncate_utf8(trim(split(trim(e.examples[0].text), '\n')[0]), 160)) + "</code>"
+              : "";
+      b += fmt::format(
+          "<tr><td><a href=\"{}\">{}</a><span class=\"meta\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          entry_href(root, e), title_html(e), esc(phase_name(e.phase)), symptom, excerpt(e.root_cause),
+          e.fix.empty() ? "" : clipped(e.fix[0], 260));
     }
   }
   b += "</tbody>\n</table></div>\n</section>\n";
@@ -138,7 +144,8 @@ std::string tag_page(const Model& m, const std::string& tag_slug) {
   b += "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
        "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#tags\">Tags</a></nav>\n";
   b += "<h1>Tag: <span class=\"tag big\">" + esc(tag) + "</span></h1>\n";
-  b += fmt::format("<p class=\"lead\">{} {}.</p>\n<ul class=\"entry-list\">\n", list.size(), list.size() == 1 ? "entry" : "entries");
+  b += fmt::format("<p class=\"lead\">{} {}.</p>\n<ul class=\"entry-list\">\n", list.size(),
+                   list.size() == 1 ? "entry" : "entries");
   for (size_t i : list) b += entry_item(m, root, i);
   b += "</ul>\n";
   return render_page(m, {root, "Tag " + tag + " \xC2\xB7 firstfault encyclopedia", "", b, false});
@@ -186,7 +193,8 @@ std::string search_index_js(const Model& m, SiteStats& stats) {
 Status write_file(const fs::path& path, std::string_view content, SiteStats& stats) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
+  if (ec)
+    return make_error(ErrorCode::kIo, fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path.string()));
   f.write(content.data(), static_cast<std::streamsize>(content.size()));
@@ -196,10 +204,10 @@ Status write_file(const fs::path& path, std::string_view content, SiteStats& sta
   return {};
 }
 
-#define FF_SITE_WRITE(path, content)                        \
-  do {                                                      \
-    Status st_ = write_file((path), (content), stats);      \
-    if (!st_.ok()) return st_.error();                      \
+#define FF_SITE_WRITE(path, content)                   \
+  do {                                                 \
+    Status st_ = write_file((path), (content), stats); \
+    if (!st_.ok()) return st_.error();                 \
   } while (0)
 
 }  // namespace

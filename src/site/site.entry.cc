@@ -25,9 +25,10 @@ std::string verify_where_text(std::string_view where) {
 
 // A code block with a copy button (assets/search.js adds the button's behaviour).
 std::string code_block(std::string_view code, std::string_view lang, std::string_view cls = "code") {
-  return fmt::format("<div class=\"codebox\"><pre class=\"{}\" data-lang=\"{}\"><code>{}</code></pre>"
-                     "<button type=\"button\" class=\"copy\" hidden>Copy</button></div>\n",
-                     cls, esc(lang), esc(trim_newlines(code)));
+  return fmt::format(
+      "<div class=\"codebox\"><pre class=\"{}\" data-lang=\"{}\"><code>{}</code></pre>"
+      "<button type=\"button\" class=\"copy\" hidden>Copy</button></div>\n",
+      cls, esc(lang), esc(trim_newlines(code)));
 }
 
 std::string verify_block(const kb::Entry& e) {
@@ -35,13 +36,15 @@ std::string verify_block(const kb::Entry& e) {
   // A plain-string verify (an entry from before the page fields): prose, or a command when
   // it spans several lines.
   if (e.verify_where.empty() && e.verify_expect.empty()) {
-    return trim(e.verify).find('\n') != std::string_view::npos ? code_block(e.verify, "text", "cmd")
-                                                                : "<div class=\"verify\">" + paras(e.verify) + "</div>\n";
+    return trim(e.verify).find('\n') != std::string_view::npos
+               ? code_block(e.verify, "text", "cmd")
+               : "<div class=\"verify\">" + paras(e.verify) + "</div>\n";
   }
   std::string c = "<div class=\"verify where-" + slug(e.verify_where.empty() ? "any" : e.verify_where) + "\">\n";
   if (!e.verify_where.empty()) c += "<p class=\"where\">" + esc(verify_where_text(e.verify_where)) + ":</p>\n";
   c += code_block(e.verify, e.verify_where == "in-process" ? "python" : "bash", "cmd");
-  if (!trim(e.verify_expect).empty()) c += "<p class=\"expect\"><strong>Expect:</strong> " + inline_text(e.verify_expect) + "</p>\n";
+  if (!trim(e.verify_expect).empty())
+    c += "<p class=\"expect\"><strong>Expect:</strong> " + inline_text(e.verify_expect) + "</p>\n";
   return c + "</div>\n";
 }
 
@@ -108,10 +111,10 @@ std::string faq_block(const kb::Faq& q) {
   if (!q.docs.empty()) {
     std::string d = "<ul class=\"docs\">\n";
     for (const auto& r : q.docs) {
-      std::string link = is_web_url(r.url)
-                             ? fmt::format("<a href=\"{}\" rel=\"noopener noreferrer\">{}</a>", esc(r.url),
-                                           r.note.empty() ? esc(r.url) : inline_text(r.note))
-                             : "<span>" + esc(r.url) + (r.note.empty() ? "" : " (" + inline_text(r.note) + ")") + "</span>";
+      std::string link = is_web_url(r.url) ? fmt::format("<a href=\"{}\" rel=\"noopener noreferrer\">{}</a>",
+                                                         esc(r.url), r.note.empty() ? esc(r.url) : inline_text(r.note))
+                                           : "<span>" + esc(r.url) +
+                                                 (r.note.empty() ? "" : " (" + inline_text(r.note) + ")") + "</span>";
       d += "<li>" + link + "</li>\n";
     }
     row("docs", "Official documentation", d + "</ul>\n");
@@ -140,7 +143,8 @@ std::vector<std::pair<size_t, std::vector<std::string>>> related_by_tags(const M
   }
   std::vector<std::pair<size_t, std::vector<std::string>>> out(shared.begin(), shared.end());
   auto share = [&](const auto& x) {
-    return static_cast<double>(x.second.size()) / static_cast<double>(std::max<size_t>(1, m.kb.entries[x.first].tags.size()));
+    return static_cast<double>(x.second.size()) /
+           static_cast<double>(std::max<size_t>(1, m.kb.entries[x.first].tags.size()));
   };
   std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
     if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
@@ -160,16 +164,18 @@ std::vector<std::pair<size_t, std::vector<std::string>>> related_by_tags(const M
 std::string entry_page(const Model& m, const kb::Entry& e) {
   const std::string root = "../";
   std::string b;
-  b += fmt::format("<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
-                   "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#cat-{}\">{}</a></nav>\n",
-                   slug(e.category), esc(category_name(e.category)));
+  b += fmt::format(
+      "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
+      "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#cat-{}\">{}</a></nav>\n",
+      slug(e.category), esc(category_name(e.category)));
   b += "<article class=\"entry\">\n<header class=\"entry-head\">\n";
   b += "<h1>" + title_html(e) + "</h1>\n";
   b += "<p class=\"entry-id\"><code>" + esc(e.id) + "</code></p>\n";
   b += "<dl class=\"facts\">\n";
   b += "<div><dt>Category</dt><dd>" + chip_category(root, e.category) + "</dd></div>\n";
   b += "<div><dt>Phase</dt><dd>" + esc(phase_name(e.phase)) + "</dd></div>\n";
-  b += "<div><dt>Severity</dt><dd><span class=\"sev sev-" + slug(e.severity) + "\">" + esc(e.severity) + "</span></dd></div>\n";
+  b += "<div><dt>Severity</dt><dd><span class=\"sev sev-" + slug(e.severity) + "\">" + esc(e.severity) +
+       "</span></dd></div>\n";
   b += "<div><dt>Frameworks</dt><dd>" + framework_links(m, root, e) + "</dd></div>\n";
   if (!e.transience.empty())
     b += "<div><dt>Transient or terminal</dt><dd>" + esc(title_case_words(e.transience)) + "</dd></div>\n";
@@ -187,14 +193,15 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
                      const std::string& cls = "") {
     if (content.empty()) return;
     toc.emplace_back(id, heading);
-    s += fmt::format("<section id=\"{}\"{}>\n<h2>{}</h2>\n{}</section>\n", id, cls.empty() ? "" : " class=\"" + cls + "\"",
-                     esc(heading), content);
+    s += fmt::format("<section id=\"{}\"{}>\n<h2>{}</h2>\n{}</section>\n", id,
+                     cls.empty() ? "" : " class=\"" + cls + "\"", esc(heading), content);
   };
   section("what", "What this failure is", paras(e.summary), "answer");
   section("mechanism", "What happens inside", paras(e.mechanism));
   if (!e.symptoms.empty()) {
-    std::string c = "<div class=\"table-wrap\"><table class=\"symptoms\">\n<thead><tr><th>Symptom</th><th>Why</th></tr></thead>\n"
-                    "<tbody>\n";
+    std::string c =
+        "<div class=\"table-wrap\"><table class=\"symptoms\">\n<thead><tr><th>Symptom</th><th>Why</th></tr></thead>\n"
+        "<tbody>\n";
     for (const auto& sy : e.symptoms)
       c += "<tr><td>" + inline_text(sy.symptom) + "</td><td>" + inline_text(sy.why) + "</td></tr>\n";
     section("symptoms", "Symptoms and why", c + "</tbody>\n</table></div>\n");
@@ -241,7 +248,8 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
       if (r != e.id && std::find(rel.begin(), rel.end(), r) == rel.end()) rel.push_back(r);
     if (auto it = m.referenced_by.find(e.id); it != m.referenced_by.end()) {
       for (const auto& r : it->second) {
-        bool is_lookalike = std::any_of(e.lookalikes.begin(), e.lookalikes.end(), [&](const auto& l) { return l.id == r; });
+        bool is_lookalike =
+            std::any_of(e.lookalikes.begin(), e.lookalikes.end(), [&](const auto& l) { return l.id == r; });
         if (!is_lookalike && std::find(rel.begin(), rel.end(), r) == rel.end()) rel.push_back(r);
       }
     }
@@ -278,25 +286,30 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
       std::string link = is_web_url(r.url)
                              ? fmt::format("<a href=\"{}\" rel=\"noopener noreferrer\">{}</a>", esc(r.url), esc(r.url))
                              : "<span>" + esc(r.url) + "</span>";
-      c += "<li>" + link + (r.note.empty() ? "" : " <span class=\"note\">&mdash; " + inline_text(r.note) + "</span>") + "</li>\n";
+      c += "<li>" + link + (r.note.empty() ? "" : " <span class=\"note\">&mdash; " + inline_text(r.note) + "</span>") +
+           "</li>\n";
     }
     section("references", "References", c + "</ul>\n");
   }
   if (!e.patterns.empty()) {
-    std::string c = "<div class=\"table-wrap\"><table class=\"patterns\">\n<thead><tr><th>Pattern</th><th>Role</th>"
-                    "<th>Matches</th></tr></thead>\n<tbody>\n";
+    std::string c =
+        "<div class=\"table-wrap\"><table class=\"patterns\">\n<thead><tr><th>Pattern</th><th>Role</th>"
+        "<th>Matches</th></tr></thead>\n<tbody>\n";
     for (const auto& p : e.patterns) {
-      std::string what = p.literal.empty() ? "<code class=\"rx\">" + esc(p.regex) + "</code>"
-                                           : "<code class=\"lit\">" + esc(p.literal) + "</code> <span class=\"note\">(literal)</span>";
+      std::string what =
+          p.literal.empty() ? "<code class=\"rx\">" + esc(p.regex) + "</code>"
+                            : "<code class=\"lit\">" + esc(p.literal) + "</code> <span class=\"note\">(literal)</span>";
       std::string prio = p.priority ? fmt::format(" <span class=\"note\">priority {}</span>", p.priority) : "";
       // Provenance: where upstream prints the text (a link to the file and line at the
       // commit or tag that was read), or the note saying it was not checked.
       for (const auto& src : p.sources)
-        what += "<div class=\"note source\">printed by <a href=\"" + esc(source_href(src)) + "\">" + esc(source_label(src)) +
-                "</a>" + esc(source_versions(src)) + "</div>";
-      if (p.sources.empty() && !p.source_note.empty()) what += "<div class=\"note source\">" + inline_text(p.source_note) + "</div>";
-      c += fmt::format("<tr><td><code>{}</code></td><td><span class=\"role role-{}\">{}</span>{}</td><td>{}</td></tr>\n",
-                       esc(p.id), kb::role_name(p.role), kb::role_name(p.role), prio, what);
+        what += "<div class=\"note source\">printed by <a href=\"" + esc(source_href(src)) + "\">" +
+                esc(source_label(src)) + "</a>" + esc(source_versions(src)) + "</div>";
+      if (p.sources.empty() && !p.source_note.empty())
+        what += "<div class=\"note source\">" + inline_text(p.source_note) + "</div>";
+      c +=
+          fmt::format("<tr><td><code>{}</code></td><td><span class=\"role role-{}\">{}</span>{}</td><td>{}</td></tr>\n",
+                      esc(p.id), kb::role_name(p.role), kb::role_name(p.role), prio, what);
     }
     section("patterns", "Patterns", c + "</tbody>\n</table></div>\n");
   }

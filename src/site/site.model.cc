@@ -97,7 +97,9 @@ std::string render_page(const Model& m, const PageSpec& p) {
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<meta name=\"color-scheme\" content=\"light dark\">\n";
   out += "<meta name=\"generator\" content=\"" + esc(m.generator) + "\">\n";
-  if (!p.description.empty()) out += "<meta name=\"description\" content=\"" + esc(first_sentence(markdown_plain(p.description, PlainCode::kBare), 300)) + "\">\n";
+  if (!p.description.empty())
+    out += "<meta name=\"description\" content=\"" +
+           esc(first_sentence(markdown_plain(p.description, PlainCode::kBare), 300)) + "\">\n";
   out += "<title>" + esc(p.title) + "</title>\n";
   out += "<link rel=\"icon\" href=\"data:,\">\n";
   out += "<link rel=\"stylesheet\" href=\"" + p.root + "assets/style.css\">\n";
@@ -106,7 +108,8 @@ std::string render_page(const Model& m, const PageSpec& p) {
   out += "</head>\n<body data-root=\"" + p.root + "\">\n";
   out += "<a class=\"skip\" href=\"#main\">Skip to content</a>\n";
   out += "<header class=\"top\"><div class=\"wrap top-inner\">\n";
-  out += "<a class=\"brand\" href=\"" + p.root + "index.html\"><span class=\"logo\" aria-hidden=\"true\">&#9670;</span> "
+  out += "<a class=\"brand\" href=\"" + p.root +
+         "index.html\"><span class=\"logo\" aria-hidden=\"true\">&#9670;</span> "
          "firstfault <span class=\"brand-sub\">encyclopedia</span></a>\n";
   out += "<nav class=\"top-nav\"><a href=\"" + p.root + "index.html#categories\">Categories</a> <a href=\"" + p.root +
          "index.html#frameworks\">Frameworks</a> <a href=\"" + p.root + "index.html#tags\">Tags</a></nav>\n";
@@ -153,7 +156,8 @@ std::string entry_item(const Model& m, const std::string& root, size_t i, bool s
 std::string link_to_entry(const Model& m, const std::string& root, const std::string& id) {
   const kb::Entry* t = m.kb.find(id);
   if (!t) return "<span class=\"missing\"><code>" + esc(id) + "</code></span>";
-  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), title_html(*t), esc(id));
+  return fmt::format("<a href=\"{}\">{}</a> <code class=\"id\">{}</code>", entry_href(root, *t), title_html(*t),
+                     esc(id));
 }
 
 }  // namespace ff::site::internal

@@ -32,8 +32,10 @@ std::string paras(std::string_view s) {
     if (!trim(p).empty()) {
       std::string body;
       for (char c : inline_text(p)) {
-        if (c == '\n') body += "<br>\n";
-        else body += c;
+        if (c == '\n')
+          body += "<br>\n";
+        else
+          body += c;
       }
       out += "<p>" + body + "</p>\n";
     }
@@ -48,8 +50,10 @@ std::string paras(std::string_view s) {
 std::string trim_newlines(std::string_view s) {
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\n') start = i + 1;
-    else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') break;
+    if (s[i] == '\n')
+      start = i + 1;
+    else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+      break;
   }
   size_t end = s.size();
   while (end > start && (s[end - 1] == '\n' || s[end - 1] == ' ' || s[end - 1] == '\t' || s[end - 1] == '\r')) --end;
@@ -73,7 +77,8 @@ std::string first_sentence(std::string_view s, size_t max) {
   bool code = false;
   for (size_t i = 0; i + 1 < t.size(); ++i) {
     if (t[i] == '`') code = !code;
-    if (!code && i >= 20 && t[i] == '.' && t[i + 1] == ' ') return truncate_utf8(std::string_view(t).substr(0, i + 1), max);
+    if (!code && i >= 20 && t[i] == '.' && t[i + 1] == ' ')
+      return truncate_utf8(std::string_view(t).substr(0, i + 1), max);
   }
   return truncate_utf8(t, max);
 }
@@ -121,11 +126,20 @@ std::string title_case_words(std::string_view s) {
 
 std::string category_name(std::string_view c) {
   static const std::map<std::string, std::string, std::less<>> kNames = {
-      {"gpu-memory", "GPU memory"},      {"host-memory", "Host memory"},   {"numerical", "Numerical"},
-      {"communication", "Communication"}, {"hardware", "Hardware"},         {"cuda-runtime", "CUDA runtime"},
-      {"checkpoint", "Checkpoint"},      {"configuration", "Configuration"}, {"data-pipeline", "Data pipeline"},
-      {"launcher", "Launcher"},          {"storage", "Storage"},           {"compilation", "Compilation"},
-      {"model-code", "Model code"},      {"hang", "Hang"},
+      {"gpu-memory", "GPU memory"},
+      {"host-memory", "Host memory"},
+      {"numerical", "Numerical"},
+      {"communication", "Communication"},
+      {"hardware", "Hardware"},
+      {"cuda-runtime", "CUDA runtime"},
+      {"checkpoint", "Checkpoint"},
+      {"configuration", "Configuration"},
+      {"data-pipeline", "Data pipeline"},
+      {"launcher", "Launcher"},
+      {"storage", "Storage"},
+      {"compilation", "Compilation"},
+      {"model-code", "Model code"},
+      {"hang", "Hang"},
   };
   auto it = kNames.find(c);
   return it != kNames.end() ? it->second : title_case_words(c);

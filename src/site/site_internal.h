@@ -55,12 +55,12 @@ bool is_web_url(std::string_view u);
 
 struct Model {
   const kb::KnowledgeBase& kb;
-  std::vector<size_t> order;                                    // entries by title
-  std::map<std::string, std::vector<size_t>> by_category;       // in categories() order below
-  std::map<std::string, std::vector<size_t>> by_framework;      // slug -> entries
-  std::map<std::string, std::string> framework_label;           // slug -> raw name
-  std::map<std::string, std::vector<size_t>> by_tag;            // slug -> entries
-  std::map<std::string, std::string> tag_label;                 // slug -> raw tag
+  std::vector<size_t> order;                                      // entries by title
+  std::map<std::string, std::vector<size_t>> by_category;         // in categories() order below
+  std::map<std::string, std::vector<size_t>> by_framework;        // slug -> entries
+  std::map<std::string, std::string> framework_label;             // slug -> raw name
+  std::map<std::string, std::vector<size_t>> by_tag;              // slug -> entries
+  std::map<std::string, std::string> tag_label;                   // slug -> raw tag
   std::map<std::string, std::vector<std::string>> referenced_by;  // id -> ids that relate to it
   std::string generator;
 };
@@ -75,7 +75,7 @@ std::vector<std::string> ordered_phases(const std::vector<std::string>& present)
 // Page parts (site.model.cc)
 
 struct PageSpec {
-  std::string root;       // "" for index.html, "../" one level down
+  std::string root;  // "" for index.html, "../" one level down
   std::string title;
   std::string description;
   std::string body;
