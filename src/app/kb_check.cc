@@ -49,11 +49,13 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
     rep.patterns += e.patterns.size();
     for (const auto& p : e.patterns) {
       ++provenance.checked;
-      if (!p.sources.empty()) ++rep.sourced;
-      else if (!trim(p.source_note).empty()) ++rep.noted;
+      if (!p.sources.empty())
+        ++rep.sourced;
+      else if (!trim(p.source_note).empty())
+        ++rep.noted;
       else if (++provenance.failed)
-        rep.problems.push_back(fmt::format("{}:{}: {}: pattern '{}' has neither a source nor a source_note", e.file, p.line,
-                                           e.id, p.id));
+        rep.problems.push_back(
+            fmt::format("{}:{}: {}: pattern '{}' has neither a source nor a source_note", e.file, p.line, e.id, p.id));
     }
     for (const auto& ex : e.examples) {
       ++rep.examples;
@@ -67,14 +69,16 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
         LineWinner w = best_entry_for_line(engine, rec.message);
         if (std::find(w.all.begin(), w.all.end(), e.id) == w.all.end()) continue;
         if (w.entry_id != e.id) {
-          why = fmt::format("collision: the line is won by {} ({})", w.entry_id, std::string(trim(line)).substr(0, 100));
+          why =
+              fmt::format("collision: the line is won by {} ({})", w.entry_id, std::string(trim(line)).substr(0, 100));
           continue;
         }
         bool caps_ok = true;
         for (const auto& [k, v] : ex.captures) {
           auto it = w.captures.find(k);
           if (it == w.captures.end() || it->second != v) {
-            why = fmt::format("capture '{}' is '{}', expected '{}'", k, it == w.captures.end() ? "(none)" : it->second, v);
+            why = fmt::format("capture '{}' is '{}', expected '{}'", k, it == w.captures.end() ? "(none)" : it->second,
+                              v);
             caps_ok = false;
           }
         }
@@ -83,7 +87,8 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
           break;
         }
       }
-      if (!ok && ++wins.failed) rep.problems.push_back(fmt::format("{}:{}: {}: example: {}", e.file, ex.line, e.id, why));
+      if (!ok && ++wins.failed)
+        rep.problems.push_back(fmt::format("{}:{}: {}: example: {}", e.file, ex.line, e.id, why));
     }
     for (const auto& neg : e.negatives) {
       ++negatives.checked;
@@ -96,11 +101,13 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
     }
     for (const auto& l : e.lookalikes) {
       ++links.checked;
-      if (!kb.find(l.id) && ++links.failed) rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
+      if (!kb.find(l.id) && ++links.failed)
+        rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
     }
     for (const auto& r : e.related) {
       ++links.checked;
-      if (!kb.find(r) && ++links.failed) rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
+      if (!kb.find(r) && ++links.failed)
+        rep.problems.push_back(fmt::format("{}: {}: related entry '{}' does not exist", e.file, e.id, r));
     }
   }
   samples.checked = kb.prefixes.size() + kb.source_names.size();

@@ -48,10 +48,10 @@ struct RuleCount {
 struct KbCheckReport {
   std::vector<RuleCount> rules;  // every rule enforced, in the order they ran
   size_t patterns = 0;
-  size_t sourced = 0;        // patterns with an upstream `source:`
-  size_t noted = 0;          // patterns with only a `source_note:` (not checked upstream)
+  size_t sourced = 0;  // patterns with an upstream `source:`
+  size_t noted = 0;    // patterns with only a `source_note:` (not checked upstream)
   size_t examples = 0;
-  std::vector<std::string> problems;  // "file:line: entry: what is wrong"
+  std::vector<std::string> problems;       // "file:line: entry: what is wrong"
   std::vector<std::string> page_warnings;  // the page rules broken by --kb entries
 };
 

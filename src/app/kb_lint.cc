@@ -31,8 +31,9 @@ std::string first_program(std::string_view cmd) {
     while (j < cmd.size() && cmd[j] != ' ' && cmd[j] != '\t' && cmd[j] != '\n' && cmd[j] != ';' && cmd[j] != '|') ++j;
     std::string_view word = cmd.substr(i, j - i);
     size_t eq = word.find('=');
-    bool assignment = eq != std::string_view::npos && eq > 0 &&
-                      std::all_of(word.begin(), word.begin() + eq, [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+    bool assignment =
+        eq != std::string_view::npos && eq > 0 &&
+        std::all_of(word.begin(), word.begin() + eq, [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
     if (assignment && j < cmd.size()) {
       // A quoted value may hold spaces: skip to its closing quote.
       if (eq + 1 < word.size() && (word[eq + 1] == '"' || word[eq + 1] == '\'')) {
@@ -61,7 +62,8 @@ std::optional<std::pair<std::string, std::string>> github_ref(std::string_view u
 
 // A ref that is not a branch: a release tag (v2.18.5-1, 2.1.0, slurm-23-02-7-1) or a commit.
 bool is_tag_or_commit(std::string_view ref) {
-  bool hex = ref.size() >= 7 && std::all_of(ref.begin(), ref.end(), [](char c) { return std::isxdigit((unsigned char)c); });
+  bool hex =
+      ref.size() >= 7 && std::all_of(ref.begin(), ref.end(), [](char c) { return std::isxdigit((unsigned char)c); });
   return hex || std::any_of(ref.begin(), ref.end(), [](char c) { return std::isdigit((unsigned char)c); });
 }
 
@@ -97,11 +99,15 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     if (e.symptoms.size() < 2) missing.push_back("symptoms (at least two rows)");
     if (e.prevention.empty()) missing.push_back("prevention");
     if (e.transience.empty()) missing.push_back("transience");
-    if (is_blank(e.transience_recovers) || is_blank(e.transience_stop)) missing.push_back("transience_rule {recovers, stop}");
+    if (is_blank(e.transience_recovers) || is_blank(e.transience_stop))
+      missing.push_back("transience_rule {recovers, stop}");
     const kb::Faq& q = e.faq;
-    for (auto [name, text] : {std::pair{"hardware_or_software", &q.hardware_or_software}, {"fix_time", &q.fix_time},
-                              {"inference", &q.inference}, {"cheapest_confirm", &q.cheapest_confirm},
-                              {"scale", &q.scale}, {"monitor", &q.monitor}})
+    for (auto [name, text] : {std::pair{"hardware_or_software", &q.hardware_or_software},
+                              {"fix_time", &q.fix_time},
+                              {"inference", &q.inference},
+                              {"cheapest_confirm", &q.cheapest_confirm},
+                              {"scale", &q.scale},
+                              {"monitor", &q.monitor}})
       if (is_blank(*text)) missing.push_back(fmt::format("faq.{}", name));
     if (q.docs.empty()) missing.push_back("faq.docs");
     for (const auto& d : q.docs)
@@ -119,7 +125,9 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
         fail(examples, e, fmt::format("code_examples.{}: not a kind of lint.yaml code_example_kinds", kind));
     for (const auto& fw : e.frameworks)
       if (in(lint.configurable_frameworks, fw) && !e.code_examples.count(fw) && !e.code_examples_note.count(fw))
-        fail(examples, e, fmt::format("names {} but has no code_examples.{} (or code_examples_note.{} saying why none applies)", fw, fw, fw));
+        fail(examples, e,
+             fmt::format("names {} but has no code_examples.{} (or code_examples_note.{} saying why none applies)", fw,
+                         fw, fw));
 
     RuleCount& verify = rule("verify.command");
     ++verify.checked;
@@ -128,24 +136,40 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     } else if (e.verify_where == "in-process") {
       std::string prog = first_program(e.verify);
       if (in(lint.commands, prog) && prog != "print")
-        fail(verify, e, fmt::format("verify.where is in-process, but the command starts the program '{}': Python lines to add to the training script belong here", prog));
+        fail(
+            verify, e,
+            fmt::format(
+                "verify.where is in-process, but the command starts the program '{}': Python lines to add to the training script belong here",
+                prog));
     } else {
       std::string prog = first_program(e.verify);
       if (!in(lint.commands, prog))
-        fail(verify, e, fmt::format("verify.command does not start with a program (first word '{}'; lint.yaml commands)", prog));
+        fail(verify, e,
+             fmt::format("verify.command does not start with a program (first word '{}'; lint.yaml commands)", prog));
       for (const auto& call : lint.per_process_state)
         if (e.verify.find(call) != std::string::npos)
-          fail(verify, e, fmt::format("verify.command reads per-process state ('{}') from a fresh process: it always reads the default; use where: in-process", call));
+          fail(
+              verify, e,
+              fmt::format(
+                  "verify.command reads per-process state ('{}') from a fresh process: it always reads the default; use where: in-process",
+                  call));
     }
 
     RuleCount& md = rule("page.markdown");
     ++md.checked;
-    std::vector<std::pair<std::string, const std::string*>> texts{
-        {"title", &e.title}, {"summary", &e.summary}, {"mechanism", &e.mechanism}, {"root_cause", &e.root_cause},
-        {"verify.expect", &e.verify_expect}, {"transience_rule.recovers", &e.transience_recovers},
-        {"transience_rule.stop", &e.transience_stop}, {"faq.hardware_or_software", &q.hardware_or_software},
-        {"faq.fix_time", &q.fix_time}, {"faq.inference", &q.inference}, {"faq.cheapest_confirm", &q.cheapest_confirm},
-        {"faq.scale", &q.scale}, {"faq.monitor", &q.monitor}};
+    std::vector<std::pair<std::string, const std::string*>> texts{{"title", &e.title},
+                                                                  {"summary", &e.summary},
+                                                                  {"mechanism", &e.mechanism},
+                                                                  {"root_cause", &e.root_cause},
+                                                                  {"verify.expect", &e.verify_expect},
+                                                                  {"transience_rule.recovers", &e.transience_recovers},
+                                                                  {"transience_rule.stop", &e.transience_stop},
+                                                                  {"faq.hardware_or_software", &q.hardware_or_software},
+                                                                  {"faq.fix_time", &q.fix_time},
+                                                                  {"faq.inference", &q.inference},
+                                                                  {"faq.cheapest_confirm", &q.cheapest_confirm},
+                                                                  {"faq.scale", &q.scale},
+                                                                  {"faq.monitor", &q.monitor}};
     auto add_list = [&](const char* name, const std::vector<std::string>& v) {
       for (size_t i = 0; i < v.size(); ++i) texts.push_back({fmt::format("{}[{}]", name, i), &v[i]});
     };
@@ -158,8 +182,10 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     }
     for (const auto& [name, text] : texts)
       if (!markdown_balanced(*text))
-        fail(md, e, fmt::format("{} has an unpaired Markdown delimiter (a backtick, '**' or '*': put globs and "
-                                "products inside backticks)", name));
+        fail(md, e,
+             fmt::format("{} has an unpaired Markdown delimiter (a backtick, '**' or '*': put globs and "
+                         "products inside backticks)",
+                         name));
 
     RuleCount& refs = rule("references.default-branch");
     std::vector<const kb::Reference*> links;
@@ -172,7 +198,8 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
       auto it = lint.default_branches.find(gh->first);
       if (it == lint.default_branches.end()) {
         if (!is_tag_or_commit(gh->second))
-          fail(refs, e, fmt::format("{}: {} is not in lint.yaml default_branches (add its default branch)", r->url, gh->first));
+          fail(refs, e,
+               fmt::format("{}: {} is not in lint.yaml default_branches (add its default branch)", r->url, gh->first));
       } else if (gh->second != it->second && !is_tag_or_commit(gh->second)) {
         fail(refs, e, fmt::format("{}: {}'s default branch is {}, not {}", r->url, gh->first, it->second, gh->second));
       }
@@ -182,18 +209,25 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
   RuleCount& tags = rule("tags.shared");
   for (const auto& [tag, users] : tag_users) {
     ++tags.checked;
-    bool good = std::all_of(tag.begin(), tag.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; });
+    bool good = std::all_of(tag.begin(), tag.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    });
     const kb::Entry* e = kb.find(users.front());
     if (!good) fail(tags, *e, fmt::format("tag '{}' is not lowercase [a-z0-9_-]", tag));
     if (users.size() == 1 && !lint.tag_singletons.count(tag))
-      fail(tags, *e, fmt::format("tag '{}' is used by no other entry: merge it into a shared tag or justify it in formats/tags.yaml singletons", tag));
+      fail(
+          tags, *e,
+          fmt::format(
+              "tag '{}' is used by no other entry: merge it into a shared tag or justify it in formats/tags.yaml singletons",
+              tag));
   }
   for (const auto& [tag, why] : lint.tag_singletons) {
     auto it = tag_users.find(tag);
     if (it == tag_users.end() || it->second.size() != 1) {
       ++tags.failed;
-      rep.problems.push_back(fmt::format("formats/tags.yaml: singleton '{}' is used by {} entries: drop its justification",
-                                         tag, it == tag_users.end() ? 0 : it->second.size()));
+      rep.problems.push_back(
+          fmt::format("formats/tags.yaml: singleton '{}' is used by {} entries: drop its justification", tag,
+                      it == tag_users.end() ? 0 : it->second.size()));
     }
   }
 }

@@ -50,12 +50,13 @@ std::string render_vimgrep(const Diagnosis& d) {
                      one_line(p.id), one_line(detail::where_text(p)), one_line(decisive.text));
   for (const auto& c : d.collateral) {
     if (c.first.line == 0) continue;
-    std::string who = c.ranks.empty() ? "" : fmt::format(" on rank{} {}", c.ranks.size() == 1 ? "" : "s",
-                                                          detail::ranks_text(c.ranks));
-    out += fmt::format("{}:{}:1: info: collateral: {} [{}]{}, {}; explained by {} at {}: {}\n", one_line(c.first.source),
-                       c.first.line, one_line(c.title), one_line(c.id), who, detail::plural(c.count, "line"),
-                       one_line(c.explained_by.empty() ? p.id : c.explained_by), one_line(at(decisive)),
-                       one_line(c.first.text));
+    std::string who = c.ranks.empty()
+                          ? ""
+                          : fmt::format(" on rank{} {}", c.ranks.size() == 1 ? "" : "s", detail::ranks_text(c.ranks));
+    out += fmt::format("{}:{}:1: info: collateral: {} [{}]{}, {}; explained by {} at {}: {}\n",
+                       one_line(c.first.source), c.first.line, one_line(c.title), one_line(c.id), who,
+                       detail::plural(c.count, "line"), one_line(c.explained_by.empty() ? p.id : c.explained_by),
+                       one_line(at(decisive)), one_line(c.first.text));
   }
   if (p.user_frame && p.user_frame->line > 0) {
     const auto& f = *p.user_frame;
@@ -173,7 +174,8 @@ std::string render_sarif(const Diagnosis& d, const SarifOptions& options) {
         fr["location"] = std::move(loc);
         frames.push_back(std::move(fr));
       }
-      r["stacks"] = ordered_json::array({{{"message", {{"text", "the decisive line's traceback"}}}, {"frames", frames}}});
+      r["stacks"] =
+          ordered_json::array({{{"message", {{"text", "the decisive line's traceback"}}}, {"frames", frames}}});
     }
     if (!p.fingerprint.empty()) r["partialFingerprints"] = {{"firstfault/v1", p.fingerprint}};
     ordered_json props;

@@ -20,12 +20,14 @@ Diagnosis failed() {
   p.title = "Shapes cannot be multiplied";
   p.category = "model-code";
   p.rank = 2;
-  p.evidence.push_back({"logs/job 1.log", 120, 2, "", "", "", "RuntimeError: mat1 and mat2 shapes cannot be multiplied"});
+  p.evidence.push_back(
+      {"logs/job 1.log", 120, 2, "", "", "", "RuntimeError: mat1 and mat2 shapes cannot be multiplied"});
   p.fix = {"Check the input features", "Print the shapes"};
   p.verify = "python train.py --steps 1";
   p.root_cause = "The layer's in_features differ from the input's last dimension.";
   p.fingerprint = "abc123";
-  p.traceback = {{"train.py", 74, "<module>"}, {"train.py", 61, "main"}, {"/usr/lib/python3/torch/nn/linear.py", 114, "forward"}};
+  p.traceback = {
+      {"train.py", 74, "<module>"}, {"train.py", 61, "main"}, {"/usr/lib/python3/torch/nn/linear.py", 114, "forward"}};
   p.user_frame = analyze::Frame{"train.py", 61, "main"};
   d.primary = p;
   analyze::Collateral c;
@@ -66,7 +68,8 @@ TEST(Vimgrep, DecisiveLineFirstThenCollateralThenTheUsersFrame) {
   EXPECT_EQ(m[0][1], "logs/job 1.log");
   EXPECT_EQ(m[0][2], "120");
   EXPECT_EQ(m[0][4], "error");
-  EXPECT_NE(m[0][5].str().find("Shapes cannot be multiplied [pytorch.shape-mismatch], rank 2"), std::string::npos) << lines[0];
+  EXPECT_NE(m[0][5].str().find("Shapes cannot be multiplied [pytorch.shape-mismatch], rank 2"), std::string::npos)
+      << lines[0];
   EXPECT_NE(m[0][5].str().find("mat1 and mat2"), std::string::npos);
   EXPECT_EQ(m[1][2], "40");
   EXPECT_EQ(m[1][4], "info");

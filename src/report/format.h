@@ -45,8 +45,9 @@ inline std::string where_text(const analyze::Finding& p) {
   if (!p.node.empty()) where += (where.empty() ? "" : ", ") + ("node " + p.node);
   if (p.gpu) where += (where.empty() ? "" : ", ") + fmt::format("GPU {}", *p.gpu);
   if (where.empty())
-    where = p.rank_how == analyze::RankSource::kAllAlike && !p.rank_source.empty() ? p.rank_source
-                                                                                   : "rank unknown (the log does not say)";
+    where = p.rank_how == analyze::RankSource::kAllAlike && !p.rank_source.empty()
+                ? p.rank_source
+                : "rank unknown (the log does not say)";
   if (!p.time.empty()) where += ", at " + p.time;
   return where;
 }

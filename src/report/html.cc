@@ -108,9 +108,10 @@ std::string timeline_svg(const Diagnosis& d) {
       width, height, n, lanes.size());
   for (size_t i = 0; i < lanes.size(); ++i) {
     const double y = top + lane_h * (static_cast<double>(i) + 0.5);
-    svg += fmt::format("<line class=\"lane\" x1=\"{:.0f}\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\"/>"
-                       "<text x=\"4\" y=\"{:.1f}\">{}</text>\n",
-                       left, y, width - right, y, y + 4, h(lanes[i]));
+    svg += fmt::format(
+        "<line class=\"lane\" x1=\"{:.0f}\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\"/>"
+        "<text x=\"4\" y=\"{:.1f}\">{}</text>\n",
+        left, y, width - right, y, y + 4, h(lanes[i]));
   }
   for (size_t i = 0; i < n; ++i) {
     const auto& t = d.timeline[i];
@@ -118,8 +119,8 @@ std::string timeline_svg(const Diagnosis& d) {
     std::set<size_t> on;
     if (t.ranks.empty()) on.insert(0);
     for (int r : t.ranks) on.insert(lane_of.count(r) ? lane_of[r] : other_lane);
-    const std::string title = h(fmt::format("{}{} {} x{}: {}", t.time.empty() ? "" : t.time + " ", t.role, t.id,
-                                            t.count, t.text));
+    const std::string title =
+        h(fmt::format("{}{} {} x{}: {}", t.time.empty() ? "" : t.time + " ", t.role, t.id, t.count, t.text));
     for (size_t lane : on) {
       const double y = top + lane_h * (static_cast<double>(lane) + 0.5);
       svg += fmt::format("<circle class=\"ev {}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}</title></circle>\n",
@@ -129,7 +130,9 @@ std::string timeline_svg(const Diagnosis& d) {
   const double axis_y = top + lane_h * static_cast<double>(lanes.size()) + 4;
   svg += fmt::format("<line class=\"axis\" x1=\"{:.0f}\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\"/>", left, axis_y,
                      width - right, axis_y);
-  auto time_label = [&](size_t i) { return d.timeline[i].time.empty() ? fmt::format("event {}", i + 1) : d.timeline[i].time; };
+  auto time_label = [&](size_t i) {
+    return d.timeline[i].time.empty() ? fmt::format("event {}", i + 1) : d.timeline[i].time;
+  };
   svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">{}</text>", left, axis_y + 16, h(time_label(0)));
   if (n > 1)
     svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", width - right, axis_y + 16,
@@ -221,20 +224,21 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
   std::string out;
   const std::string verdict = analyze::verdict_name(d.verdict);
   const std::string title = d.primary ? d.primary->title : "no failure found";
-  out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-         "img-src data:\">\n";
-  out += fmt::format("<title>{}: {} — firstfault</title>\n<style>{}</style></head><body>\n", h(detail::verdict_upper(d.verdict)),
-                     h(title), kCss);
+  out +=
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "img-src data:\">\n";
+  out += fmt::format("<title>{}: {} — firstfault</title>\n<style>{}</style></head><body>\n",
+                     h(detail::verdict_upper(d.verdict)), h(title), kCss);
   // The banner: the verdict, the failure and where, the reasons.
   out += fmt::format("<header class=\"banner {}\"><div><span class=\"verdict\">{}</span>", h(verdict),
                      h(detail::verdict_upper(d.verdict)));
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format(" <span class=\"muted\">[{}]</span></div><h1>{}</h1>\n", h(p.category), h(p.title));
-    out += fmt::format("<div>first failure: {} <span class=\"muted\">(confidence {:.2f})</span></div>\n", h(detail::where_text(p)),
-                       p.confidence);
+    out += fmt::format("<div>first failure: {} <span class=\"muted\">(confidence {:.2f})</span></div>\n",
+                       h(detail::where_text(p)), p.confidence);
   } else {
     out += fmt::format("</div><h1>No failure found in {} line{}</h1>\n", d.lines, d.lines == 1 ? "" : "s");
   }
@@ -256,19 +260,18 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
       out += fmt::format("<div class=\"muted\">{}</div><pre class=\"decisive\">{}</pre>\n", evidence_ref(p.evidence[0]),
                          h(p.evidence[0].text));
     }
-    if (detail::says_rank_source(p))
-      out += fmt::format("<p class=\"muted\">rank from {}</p>\n", h(p.rank_source));
+    if (detail::says_rank_source(p)) out += fmt::format("<p class=\"muted\">rank from {}</p>\n", h(p.rank_source));
     if (p.user_frame) {
       out += fmt::format("<p>in your code: <code>{}:{}</code>{}</p>\n", h(p.user_frame->file), p.user_frame->line,
                          p.user_frame->function.empty() ? "" : " in <code>" + h(p.user_frame->function) + "</code>");
     }
     if (p.hang) {
       const auto& hg = *p.hang;
-      out += fmt::format("<p>stuck collective: <code>{}</code>{}{}; {} rank{} timed out{}</p>\n",
-                         hg.op.empty() ? "a collective" : h(hg.op), hg.seq >= 0 ? fmt::format(" SeqNum={}", hg.seq) : "",
-                         hg.timeout_ms > 0 ? fmt::format(" (timeout {} s)", hg.timeout_ms / 1000) : "",
-                         hg.timed_out.size(), hg.timed_out.size() == 1 ? "" : "s",
-                         hg.suspects.empty() ? "" : "; suspect ranks " + ranks_text(hg.suspects));
+      out += fmt::format(
+          "<p>stuck collective: <code>{}</code>{}{}; {} rank{} timed out{}</p>\n",
+          hg.op.empty() ? "a collective" : h(hg.op), hg.seq >= 0 ? fmt::format(" SeqNum={}", hg.seq) : "",
+          hg.timeout_ms > 0 ? fmt::format(" (timeout {} s)", hg.timeout_ms / 1000) : "", hg.timed_out.size(),
+          hg.timed_out.size() == 1 ? "" : "s", hg.suspects.empty() ? "" : "; suspect ranks " + ranks_text(hg.suspects));
       if (!hg.reasoning.empty()) out += fmt::format("<p class=\"muted\">{}</p>\n", h(hg.reasoning));
     }
     if (!p.traceback.empty()) {
@@ -309,13 +312,15 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
   }
 
   if (!d.collateral.empty()) {
-    out += "<section id=\"collateral\"><h2>Collateral</h2>\n<table><thead><tr><th>entry</th><th>ranks</th><th>count</th>"
-           "<th>explained by</th><th>first</th></tr></thead><tbody>\n";
+    out +=
+        "<section id=\"collateral\"><h2>Collateral</h2>\n<table><thead><tr><th>entry</th><th>ranks</th><th>count</th>"
+        "<th>explained by</th><th>first</th></tr></thead><tbody>\n";
     for (const auto& c : d.collateral) {
-      out += fmt::format("<tr><td>{}<br><span class=\"muted\">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td><code>{}"
-                         "</code></td></tr>\n",
-                         h(c.title), h(c.id), c.ranks.empty() ? "-" : h(ranks_text(c.ranks)), c.count,
-                         h(c.explained_by), evidence_ref(c.first));
+      out += fmt::format(
+          "<tr><td>{}<br><span class=\"muted\">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td><code>{}"
+          "</code></td></tr>\n",
+          h(c.title), h(c.id), c.ranks.empty() ? "-" : h(ranks_text(c.ranks)), c.count, h(c.explained_by),
+          evidence_ref(c.first));
     }
     out += "</tbody></table></section>\n";
   }
@@ -337,10 +342,11 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     } else if (m.points_rank) {
       plotted = fmt::format(", plotted for rank {}", *m.points_rank);
     }
-    plots += fmt::format("<figure class=\"plot\"><h3>{}{}</h3>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
-                         "min {}, max {}</figcaption></figure>\n",
-                         h(m.name), log_axis(m.name) ? " (log2 axis)" : "", svg, m.count, m.ranks, m.ranks == 1 ? "" : "s",
-                         plotted, number(m.min), number(m.max));
+    plots += fmt::format(
+        "<figure class=\"plot\"><h3>{}{}</h3>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
+        "min {}, max {}</figcaption></figure>\n",
+        h(m.name), log_axis(m.name) ? " (log2 axis)" : "", svg, m.count, m.ranks, m.ranks == 1 ? "" : "s", plotted,
+        number(m.min), number(m.max));
   }
   if (!plots.empty() || !d.verdicts.empty()) {
     out += "<section id=\"numbers\"><h2>Numbers</h2>\n";
@@ -372,8 +378,9 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     }
     out += "</ul></section>\n";
   }
-  out += "<section id=\"inputs\"><h2>Inputs</h2>\n<table><thead><tr><th>source</th><th>lines</th><th>bytes</th>"
-         "<th>read</th></tr></thead><tbody>\n";
+  out +=
+      "<section id=\"inputs\"><h2>Inputs</h2>\n<table><thead><tr><th>source</th><th>lines</th><th>bytes</th>"
+      "<th>read</th></tr></thead><tbody>\n";
   for (const auto& s : d.sources) {
     out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n", h(s.name), s.lines,
                        s.bytes, s.ok ? "yes" : "no: " + h(s.error));

@@ -87,8 +87,9 @@ std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
       out += "\n\n";
     }
     if (p.user_frame)
-      out += fmt::format("In your code: {}\n\n", code(fmt::format("{}:{}{}", p.user_frame->file, p.user_frame->line,
-                                                                  p.user_frame->function.empty() ? "" : " in " + p.user_frame->function)));
+      out += fmt::format("In your code: {}\n\n",
+                         code(fmt::format("{}:{}{}", p.user_frame->file, p.user_frame->line,
+                                          p.user_frame->function.empty() ? "" : " in " + p.user_frame->function)));
     if (!p.fix.empty()) {
       out += "**Fix**\n\n";
       for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("{}. {}\n", i + 1, md(p.fix[i]));

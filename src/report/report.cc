@@ -92,7 +92,8 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["time"] = str_or_null(p.time);
     pj["time_iso"] = str_or_null(p.time_iso);
     pj["rank_source"] = str_or_null(p.rank_source);
-    pj["rank_rule"] = p.rank_how == RankSource::kNone ? ordered_json(nullptr) : ordered_json(rank_source_name(p.rank_how));
+    pj["rank_rule"] =
+        p.rank_how == RankSource::kNone ? ordered_json(nullptr) : ordered_json(rank_source_name(p.rank_how));
     pj["exception_type"] = str_or_null(p.exception_type);
     pj["node_source"] = str_or_null(p.node_source);
     pj["fingerprint"] = str_or_null(p.fingerprint);
@@ -253,7 +254,8 @@ std::string render_json(const Diagnosis& d, int indent) {
   progress["failed_at_step"] = opt(pg.failed_at);
   progress["completed"] = pg.completed;
   progress["completion"] = ordered_json::array();
-  for (const auto& e : pg.completion) progress["completion"].push_back({{"source", e.source}, {"line", e.line}, {"text", e.text}});
+  for (const auto& e : pg.completion)
+    progress["completion"].push_back({{"source", e.source}, {"line", e.line}, {"text", e.text}});
   j["progress"] = std::move(progress);
   j["recovered"] = ordered_json::array();
   for (const auto& r : d.recovered) {
@@ -304,7 +306,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       if (!h.started.empty()) out += fmt::format(", started about {}", t(h.started));
       if (h.timeout_ms > 0) out += fmt::format(" (timeout {} s)", h.timeout_ms / 1000);
       out += fmt::format("; {} rank{} timed out", h.timed_out.size(), h.timed_out.size() == 1 ? "" : "s");
-      if (!h.suspects.empty()) out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
+      if (!h.suspects.empty())
+        out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
       out += "\n";
     }
     // The fix and the command that verifies it come right after the decisive line, so the
@@ -348,7 +351,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     out += fmt::format("{}  no failure found in {}\n", paint(verdict_colour.c_str(), upper), plural(d.lines, "line"));
     for (const auto& r : d.reasons) {
       out += fmt::format("  - {}\n", t(r.text));
-      if (r.evidence) out += fmt::format("    {}:{}  {}\n", t(r.evidence->source), r.evidence->line, t(r.evidence->text));
+      if (r.evidence)
+        out += fmt::format("    {}:{}  {}\n", t(r.evidence->source), r.evidence->line, t(r.evidence->text));
     }
   }
   if (d.primary && d.reasons.size() > 1) {
@@ -357,14 +361,16 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   if (!d.collateral.empty()) {
     std::string origin = d.primary && d.primary->rank ? fmt::format(" on rank {}", *d.primary->rank) : "";
     out += fmt::format("\n{}\n", paint("1", d.primary ? "Collateral, explained by the " + t(d.primary->title) + origin
-                                                        : std::string("Other errors")));
+                                                      : std::string("Other errors")));
     size_t shown = 0;
     for (const auto& c : d.collateral) {
       if (!o.verbose && shown++ >= 8) {
         out += fmt::format("  ... {} more (--verbose)\n", d.collateral.size() - 8);
         break;
       }
-      std::string ranks = c.ranks.empty() ? "" : fmt::format(" on {} rank{} ({})", c.ranks.size(), c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
+      std::string ranks = c.ranks.empty() ? ""
+                                          : fmt::format(" on {} rank{} ({})", c.ranks.size(),
+                                                        c.ranks.size() > 1 ? "s" : "", ranks_text(c.ranks));
       std::string nodes = c.nodes.size() > 1 ? fmt::format(", {} nodes", c.nodes.size()) : "";
       out += fmt::format("  - {} x{}{}{}\n", t(c.title), c.count, ranks, nodes);
     }
@@ -372,7 +378,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   if (!d.hypotheses.empty()) {
     out += fmt::format("\n{}\n", paint("1", "Other candidates"));
     for (const auto& h : d.hypotheses) {
-      out += fmt::format("  - {} [{}]: {}\n", t(h.title), t(h.category), h.evidence.empty() ? "" : t(h.evidence[0].text));
+      out +=
+          fmt::format("  - {} [{}]: {}\n", t(h.title), t(h.category), h.evidence.empty() ? "" : t(h.evidence[0].text));
     }
   }
   if (!d.verdicts.empty()) {
@@ -389,8 +396,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     for (const auto& e : d.timeline) {
       if (!o.verbose && n++ >= 10) break;
       std::string ranks = e.ranks.empty() ? "-" : ranks_text(e.ranks);
-      out += fmt::format("  {:<26} {:<10} ranks {:<10} x{:<4} {}\n", e.time.empty() ? "(no time)" : t(e.time), t(e.role),
-                         ranks, e.count, t(e.id));
+      out += fmt::format("  {:<26} {:<10} ranks {:<10} x{:<4} {}\n", e.time.empty() ? "(no time)" : t(e.time),
+                         t(e.role), ranks, e.count, t(e.id));
     }
   }
   for (const auto& e : d.errors) out += fmt::format("\n{} {}", paint("1;33", "input problem:"), t(e));

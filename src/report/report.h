@@ -14,10 +14,10 @@
 namespace ff::report {
 
 struct TextOptions {
-  bool color = false;     // ANSI colour (only on a TTY, never with NO_COLOR)
-  bool verbose = false;   // all collateral and the per-source table
-  size_t width = 0;       // wrap at word boundaries to this many columns (0: no wrapping)
-  size_t rows = 0;        // the screen's height: the answer (verdict to verify) fits in it (0: no limit)
+  bool color = false;    // ANSI colour (only on a TTY, never with NO_COLOR)
+  bool verbose = false;  // all collateral and the per-source table
+  size_t width = 0;      // wrap at word boundaries to this many columns (0: no wrapping)
+  size_t rows = 0;       // the screen's height: the answer (verdict to verify) fits in it (0: no limit)
 };
 
 std::string render_text(const analyze::Diagnosis& d, const TextOptions& options = {});

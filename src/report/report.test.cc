@@ -80,7 +80,8 @@ TEST(Html, ThousandsOfRanksShareALaneAndTheOutliersKeepTheirs) {
   EXPECT_NE(html.find(">rank 517<"), std::string::npos) << "the failing rank has its lane";
   EXPECT_NE(html.find(" other ranks<"), std::string::npos) << "the rest share one";
   size_t lanes = 0;
-  for (size_t at = html.find("class=\"lane\""); at != std::string::npos; at = html.find("class=\"lane\"", at + 1)) ++lanes;
+  for (size_t at = html.find("class=\"lane\""); at != std::string::npos; at = html.find("class=\"lane\"", at + 1))
+    ++lanes;
   EXPECT_LE(lanes, 17u);
   EXPECT_LT(html.size(), 200000u) << "a mark per lane, not per rank";
 }

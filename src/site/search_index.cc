@@ -14,9 +14,8 @@ namespace {
 // Kept in the same order as STOP in assets/search.js.
 const std::set<std::string, std::less<>>& stop_words() {
   static const std::set<std::string, std::less<>> kStop = {
-      "an",   "and",  "are", "as",   "at",   "be",   "been", "by",   "for", "from", "had",
-      "has",  "have", "in",  "into", "is",   "it",   "its",  "of",   "on",  "or",   "than",
-      "that", "the",  "then", "this", "to",  "was",  "were", "with",
+      "an", "and", "are", "as", "at", "be", "been", "by",   "for", "from", "had",  "has", "have", "in",   "into",
+      "is", "it",  "its", "of", "on", "or", "than", "that", "the", "then", "this", "to",  "was",  "were", "with",
   };
   return kStop;
 }
@@ -92,7 +91,8 @@ std::vector<std::string> regex_literals(std::string_view rx) {
       if (j < rx.size() && rx[j] == '^') ++j;
       if (j < rx.size() && rx[j] == ']') ++j;
       while (j < rx.size() && rx[j] != ']') {
-        if (rx[j] == '\\') ++j;
+        if (rx[j] == '\\')
+          ++j;
         else if (rx[j] == '[' && j + 1 < rx.size() && rx[j + 1] == ':') {
           size_t e = rx.find(":]", j + 2);
           if (e != std::string_view::npos) j = e + 1;
@@ -139,20 +139,22 @@ Result<SearchData> parse_search_data(std::string_view yaml) {
     if (!doc || doc.IsNull()) return data;
     if (!doc.IsMap()) return make_error(ErrorCode::kFormat, "search data: must be a YAML mapping");
     if (YAML::Node syn = doc["synonyms"]) {
-      if (!syn.IsMap()) return make_error(ErrorCode::kFormat, "search data: synonyms must map a word to a list of phrases");
+      if (!syn.IsMap())
+        return make_error(ErrorCode::kFormat, "search data: synonyms must map a word to a list of phrases");
       for (const auto& kv : syn) {
         const std::string word = kv.first.as<std::string>();
         auto term = tokenize(word);
         if (term.size() != 1)
-          return make_error(ErrorCode::kFormat, "search data: synonyms." + word + ": the word must be one search token");
+          return make_error(ErrorCode::kFormat,
+                            "search data: synonyms." + word + ": the word must be one search token");
         if (!kv.second.IsSequence())
           return make_error(ErrorCode::kFormat, "search data: synonyms." + word + " must be a list of phrases");
         SearchData::Synonym s{term[0], {}};
         for (const auto& ph : kv.second) {
           auto tokens = tokenize(ph.as<std::string>());
           if (tokens.empty() || tokens == term)
-            return make_error(ErrorCode::kFormat,
-                              "search data: synonyms." + word + ": '" + ph.as<std::string>() + "' has no other search token");
+            return make_error(ErrorCode::kFormat, "search data: synonyms." + word + ": '" + ph.as<std::string>() +
+                                                      "' has no other search token");
           s.phrases.push_back(std::move(tokens));
         }
         data.synonyms.push_back(std::move(s));
@@ -164,11 +166,13 @@ Result<SearchData> parse_search_data(std::string_view yaml) {
         return make_error(ErrorCode::kFormat, "search data: linked_weight must be in [0, 10]");
     }
     if (YAML::Node sw = doc["severity_weight"]) {
-      if (!sw.IsMap()) return make_error(ErrorCode::kFormat, "search data: severity_weight must map a severity to a number");
+      if (!sw.IsMap())
+        return make_error(ErrorCode::kFormat, "search data: severity_weight must map a severity to a number");
       for (const auto& kv : sw) {
         double w = kv.second.as<double>();
         if (!(w > 0 && w <= 10))
-          return make_error(ErrorCode::kFormat, "search data: severity_weight." + kv.first.as<std::string>() + " must be in (0, 10]");
+          return make_error(ErrorCode::kFormat,
+                            "search data: severity_weight." + kv.first.as<std::string>() + " must be in (0, 10]");
         data.severity_weight[kv.first.as<std::string>()] = w;
       }
     }
@@ -220,7 +224,8 @@ KeywordIndex::KeywordIndex(const kb::KnowledgeBase& kb, const SearchData& data) 
         for (const auto& ph : syn.phrases) {
           if (ph.size() > tokens.size()) continue;
           for (size_t i = 0; i + ph.size() <= tokens.size(); ++i)
-            if (std::equal(ph.begin(), ph.end(), tokens.begin() + static_cast<long>(i))) tf[syn.term] += static_cast<uint32_t>(weight);
+            if (std::equal(ph.begin(), ph.end(), tokens.begin() + static_cast<long>(i)))
+              tf[syn.term] += static_cast<uint32_t>(weight);
         }
       }
     };

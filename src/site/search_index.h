@@ -60,7 +60,7 @@ inline constexpr double kBm25B = 0.75;
 //       the failure other pages point to is the one a short word usually means.
 struct SearchData {
   struct Synonym {
-    std::string term;                              // one token, as tokenize() makes it
+    std::string term;                               // one token, as tokenize() makes it
     std::vector<std::vector<std::string>> phrases;  // each tokenized
   };
   std::vector<Synonym> synonyms;
@@ -79,9 +79,9 @@ class KeywordIndex {
   explicit KeywordIndex(const kb::KnowledgeBase& kb, const SearchData& data = builtin_search_data());
 
   struct Hit {
-    size_t entry = 0;                 // index into kb.entries
-    double score = 0;                 // BM25 times the entry's weight (SearchData), rounded to 1e-6 (so C++ and JS agree on ties)
-    std::vector<std::string> terms;   // the query terms that matched, best contribution first
+    size_t entry = 0;  // index into kb.entries
+    double score = 0;  // BM25 times the entry's weight (SearchData), rounded to 1e-6 (so C++ and JS agree on ties)
+    std::vector<std::string> terms;  // the query terms that matched, best contribution first
   };
   // Every entry with a positive score, best first; ties by entry id.
   std::vector<Hit> search(std::string_view query) const;
@@ -91,8 +91,8 @@ class KeywordIndex {
 
  private:
   std::vector<std::string> ids_;
-  std::vector<uint32_t> len_;                                  // weighted document length
-  std::vector<double> boost_;                                  // severity and link weight per document
+  std::vector<uint32_t> len_;                                                   // weighted document length
+  std::vector<double> boost_;                                                   // severity and link weight per document
   std::map<std::string, std::vector<std::pair<uint32_t, uint32_t>>> postings_;  // term -> (doc, tf)
   double avgdl_ = 0;
 };

@@ -213,7 +213,8 @@ examples: ['NCCL WARN Failed to CUDA malloc 100 bytes']
   auto stats = generate(r.kb, dir.path.string(), {"gen"});
   ASSERT_TRUE(stats.ok()) << stats.error().to_string();
   std::string page = read(dir.path / "entries" / "test.sourced.html");
-  EXPECT_NE(page.find("href=\"https://github.com/NVIDIA/nccl/blob/v2.21.5-1/src/include/alloc.h#L462\""), std::string::npos);
+  EXPECT_NE(page.find("href=\"https://github.com/NVIDIA/nccl/blob/v2.21.5-1/src/include/alloc.h#L462\""),
+            std::string::npos);
   EXPECT_NE(page.find("NVIDIA/nccl src/include/alloc.h:462 @ v2.21.5-1</a>, since 2.12"), std::string::npos);
   EXPECT_NE(page.find("not yet checked against upstream"), std::string::npos);
 }
@@ -286,44 +287,47 @@ TEST(Site, TheEntryPageShowsEveryPageField) {
   auto stats = generate(kb, dir.path.string(), {"gen"});
   ASSERT_TRUE(stats.ok()) << stats.error().to_string();
   std::string page = read(dir.path / "entries" / "fixture.site.every-page-field.html");
-  for (const char* part : {
-           // the title's code span as code, and as text where only text fits
-           "<h1>Fixture allocator refused a block (every page field, <code>torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError</code>)</h1>",
-           "<title>Fixture allocator refused a block (every page field, torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError) \xC2\xB7",
-           // what it is, with its Markdown rendered
-           "<section id=\"what\"", "The <strong>fixture</strong> allocator refused a block of <code>N</code> bytes",
-           "<em>made up</em>", "<a href=\"https://pytorch.org/docs/stable/notes/cuda.html\" rel=\"noopener noreferrer\">the CUDA notes</a>",
-           "<section id=\"mechanism\"",
-           // the symptoms table
-           "<table class=\"symptoms\">", "<th>Symptom</th><th>Why</th>",
-           "<td><code>FixtureError: Fixture refused a block of 1048576 bytes</code> on one rank</td>",
-           "<em>long tokens</em> must wrap",
-           // how to confirm, the transience rule
-           "<ul class=\"checklist\">", "<code>nvidia-smi</code> shows the memory as <strong>used</strong>.",
-           "<dt>When it goes away by itself</dt><dd>never; the allocator does not retry",
-           "<dt>When to stop the run</dt><dd>at once; the other ranks wait on the dead one until the <code>NCCL</code> timeout",
-           "Terminal: the run cannot recover by itself",
-           // root cause, fix, prevention
-           "<section id=\"root-cause\"", "<li>Turn on <strong>activation checkpointing</strong>.</li>",
-           "<section id=\"prevention\"", "alert above <em>90%</em>",
-           // verify: where, the command as a copyable block, what to expect
-           "<p class=\"where\">Add to the training script:</p>", "<pre class=\"cmd\" data-lang=\"python\"><code>if step == 3:\n",
-           "<button type=\"button\" class=\"copy\" hidden>Copy</button>",
-           "<p class=\"expect\"><strong>Expect:</strong> after the third optimizer step, the peak printed stays <strong>below</strong>",
-           // the seven questions
-           "<dl class=\"faq\">", "<dt>Hardware or software?</dt>", "<dt>How long does the fix take?</dt>",
-           "<dt>Does it affect inference?</dt>", "<dt>What is the cheapest way to confirm it?</dt>",
-           "<dt>How does it change from 1 GPU to 1,000?</dt>", "<dt>What should be monitored?</dt>",
-           "<dt>Official documentation</dt>",
-           "<a href=\"https://pytorch.org/docs/stable/notes/cuda.html#memory-management\" rel=\"noopener noreferrer\">PyTorch CUDA memory management</a>",
-           // code examples per framework, labelled, and the note for the framework without one
-           "<figcaption>DeepSpeed config (JSON)</figcaption>", "<figcaption>Hugging Face TrainingArguments</figcaption>",
-           "<figcaption>PyTorch Lightning Trainer</figcaption>", "<figcaption>torchrun flags</figcaption>",
-           "<figcaption>Megatron-LM arguments</figcaption>", "<figcaption>PyTorch (Python)</figcaption>",
-           "<span class=\"fw\">vLLM:</span> vLLM does not train; its memory error is <strong>at start-up</strong>",
-           // related: the explicit one, and the computed ones by shared tags
-           "<section id=\"related\"", "entries/pytorch.cuda.oom-memory-held-by-other-process.html",
-           "<h3 id=\"related-by-tag\">Sharing tags</h3>"}) {
+  for (
+      const char* part :
+      {// the title's code span as code, and as text where only text fits
+       "<h1>Fixture allocator refused a block (every page field, <code>torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError</code>)</h1>",
+       "<title>Fixture allocator refused a block (every page field, torch.distributed.elastic.multiprocessing.errors.FixtureRefusedError) \xC2\xB7",
+       // what it is, with its Markdown rendered
+       "<section id=\"what\"", "The <strong>fixture</strong> allocator refused a block of <code>N</code> bytes",
+       "<em>made up</em>",
+       "<a href=\"https://pytorch.org/docs/stable/notes/cuda.html\" rel=\"noopener noreferrer\">the CUDA notes</a>",
+       "<section id=\"mechanism\"",
+       // the symptoms table
+       "<table class=\"symptoms\">", "<th>Symptom</th><th>Why</th>",
+       "<td><code>FixtureError: Fixture refused a block of 1048576 bytes</code> on one rank</td>",
+       "<em>long tokens</em> must wrap",
+       // how to confirm, the transience rule
+       "<ul class=\"checklist\">", "<code>nvidia-smi</code> shows the memory as <strong>used</strong>.",
+       "<dt>When it goes away by itself</dt><dd>never; the allocator does not retry",
+       "<dt>When to stop the run</dt><dd>at once; the other ranks wait on the dead one until the <code>NCCL</code> timeout",
+       "Terminal: the run cannot recover by itself",
+       // root cause, fix, prevention
+       "<section id=\"root-cause\"", "<li>Turn on <strong>activation checkpointing</strong>.</li>",
+       "<section id=\"prevention\"", "alert above <em>90%</em>",
+       // verify: where, the command as a copyable block, what to expect
+       "<p class=\"where\">Add to the training script:</p>",
+       "<pre class=\"cmd\" data-lang=\"python\"><code>if step == 3:\n",
+       "<button type=\"button\" class=\"copy\" hidden>Copy</button>",
+       "<p class=\"expect\"><strong>Expect:</strong> after the third optimizer step, the peak printed stays <strong>below</strong>",
+       // the seven questions
+       "<dl class=\"faq\">", "<dt>Hardware or software?</dt>", "<dt>How long does the fix take?</dt>",
+       "<dt>Does it affect inference?</dt>", "<dt>What is the cheapest way to confirm it?</dt>",
+       "<dt>How does it change from 1 GPU to 1,000?</dt>", "<dt>What should be monitored?</dt>",
+       "<dt>Official documentation</dt>",
+       "<a href=\"https://pytorch.org/docs/stable/notes/cuda.html#memory-management\" rel=\"noopener noreferrer\">PyTorch CUDA memory management</a>",
+       // code examples per framework, labelled, and the note for the framework without one
+       "<figcaption>DeepSpeed config (JSON)</figcaption>", "<figcaption>Hugging Face TrainingArguments</figcaption>",
+       "<figcaption>PyTorch Lightning Trainer</figcaption>", "<figcaption>torchrun flags</figcaption>",
+       "<figcaption>Megatron-LM arguments</figcaption>", "<figcaption>PyTorch (Python)</figcaption>",
+       "<span class=\"fw\">vLLM:</span> vLLM does not train; its memory error is <strong>at start-up</strong>",
+       // related: the explicit one, and the computed ones by shared tags
+       "<section id=\"related\"", "entries/pytorch.cuda.oom-memory-held-by-other-process.html",
+       "<h3 id=\"related-by-tag\">Sharing tags</h3>"}) {
     EXPECT_NE(page.find(part), std::string::npos) << "missing: " << part;
   }
   // The order of a page: what, mechanism, symptoms, confirm, transience, root cause, fix,
@@ -387,7 +391,8 @@ TEST(Site, NoRawMarkdownOnAnyPage) {
     // A backtick without its partner in the KB text shows as itself: kb check's rule
     // page.markdown names the field; put such quotes inside a code span or drop them.
     EXPECT_EQ(tick, std::string::npos) << file << ": a raw backtick (an unpaired one in the KB text?) in \""
-                                       << text.substr(tick == std::string::npos ? 0 : (tick < 60 ? 0 : tick - 60), 120) << "\"";
+                                       << text.substr(tick == std::string::npos ? 0 : (tick < 60 ? 0 : tick - 60), 120)
+                                       << "\"";
     for (size_t i = 0; i + 2 < text.size(); ++i) {
       if (text[i] != '*' || text[i + 1] == ' ' || text[i + 1] == '*') continue;
       size_t close = text.find('*', i + 1);
@@ -401,11 +406,13 @@ TEST(Site, NoRawMarkdownOnAnyPage) {
 }
 
 TEST(Search, SynonymsAndSeverityWeightsComeFromTheData) {
-  auto data = parse_search_data("synonyms: {oom: [out of memory, OutOfMemoryError]}\nseverity_weight: {warning: 0.5}\n");
+  auto data =
+      parse_search_data("synonyms: {oom: [out of memory, OutOfMemoryError]}\nseverity_weight: {warning: 0.5}\n");
   ASSERT_TRUE(data.ok()) << data.error().to_string();
   ASSERT_EQ(data->synonyms.size(), 1u);
   EXPECT_EQ(data->synonyms[0].term, "oom");
-  EXPECT_EQ(data->synonyms[0].phrases, (std::vector<std::vector<std::string>>{{"out", "memory"}, {"outofmemoryerror"}}));
+  EXPECT_EQ(data->synonyms[0].phrases,
+            (std::vector<std::vector<std::string>>{{"out", "memory"}, {"outofmemoryerror"}}));
   EXPECT_FALSE(parse_search_data("synonyms: {two words: [x]}").ok());
   EXPECT_FALSE(parse_search_data("synonyms: {oom: [OOM]}").ok());
   EXPECT_FALSE(parse_search_data("synonyms: [oom]").ok());
@@ -504,8 +511,8 @@ TEST(Robustness, TruncatedAndMalformedRegexSyntax) {
       (void)html_escape(v);
     }
   }
-  for (const char* edge : {"\\", "[", "[]", "[^]", "[[:", "[[:alpha", "(?", "(?P", "(?P<", "\\Q", "\\x{", "\\p{",
-                           "x{2", "(?i"}) {
+  for (const char* edge :
+       {"\\", "[", "[]", "[^]", "[[:", "[[:alpha", "(?", "(?P", "(?P<", "\\Q", "\\x{", "\\p{", "x{2", "(?i"}) {
     (void)to_js_regex(edge);
     (void)regex_literals(edge);
   }
