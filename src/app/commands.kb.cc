@@ -228,9 +228,8 @@ int run_explain(const Options& opt) {
     return 2;
   }
   // An entry may come from a --kb directory someone else wrote: shown escaped, keeping the
-  // line breaks of multi-line fields (t1: one line, tn: several).
+  // line breaks of multi-line fields (t1: one line; explain_page keeps the rest).
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
-  auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
   // A text field's inline Markdown (kb/README.md) without its markers; code keeps its backticks.
   auto md = [](const std::string& s) { return escape_for_terminal(markdown_plain(s), true); };
   // Wrapped to the terminal like the report (a pipe gets whole lines).

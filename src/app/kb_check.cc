@@ -39,6 +39,9 @@ LineWinner best_entry_for_line(const scan::Engine& engine, std::string_view mess
   return w;
 }
 
+// Over 80 lines: one pass over the entries runs the engine's rules (provenance, examples,
+// negatives, links) on each entry with one scratch line and one scanner; the page rules
+// are kb_lint.cc's check_pages.
 KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, bool strict_pages) {
   KbCheckReport rep;
   rep.rules = {{"patterns.provenance"}, {"examples.win"}, {"negatives.no-match"}, {"links.exist"}, {"formats.samples"}};

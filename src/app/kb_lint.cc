@@ -69,6 +69,9 @@ bool is_tag_or_commit(std::string_view ref) {
 
 }  // namespace
 
+// Over 80 lines: one pass over the entries applies every page rule to each entry, the rules
+// sharing the entry's texts and the bundled/--kb decision; split per rule, each part would
+// walk the entries and rebuild them again.
 void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages) {
   const kb::LintData& lint = kb.lint;
   // The bundled entries (their file is an embedded path) must have their page; a --kb

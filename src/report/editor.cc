@@ -108,6 +108,9 @@ ordered_json evidence_location(const Evidence& e, const std::string& message = "
 
 }  // namespace
 
+// Over 80 lines: SARIF's one run is a single nested document (tool, rules, results with
+// their locations and related locations); it is built top-down in the order the format
+// lays it out, so it reads against the SARIF 2.1.0 schema.
 std::string render_sarif(const Diagnosis& d, const SarifOptions& options) {
   ordered_json driver;
   driver["name"] = "firstfault";

@@ -220,6 +220,9 @@ std::string plot_svg(const analyze::MetricSummary& m, const std::vector<analyze:
 
 }  // namespace
 
+// Over 80 lines: the page is written top to bottom in the order it shows (banner, first
+// failure, fix and verify, collateral, timeline, numbers, inputs); each section is a few
+// lines of markup reading the same Diagnosis, and splitting them would only pass it around.
 std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
   std::string out;
   const std::string verdict = analyze::verdict_name(d.verdict);

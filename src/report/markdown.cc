@@ -72,6 +72,8 @@ std::string cell(std::string_view s) {
 
 }  // namespace
 
+// Over 80 lines: the sections in the order they are read in an issue (verdict, first
+// failure, decisive line, fix, verify, collateral, numbers), each a few lines.
 std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
   std::string out;
   const std::string upper = detail::verdict_upper(d.verdict);

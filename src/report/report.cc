@@ -63,6 +63,8 @@ std::string trimmed(const std::string& s) {
 
 const char* const kSchema = "firstfault.diagnosis/2";
 
+// Over 80 lines: the JSON contract (docs/json-output.md) field by field, in the order the
+// document lists them, so one can be checked against the other.
 std::string render_json(const Diagnosis& d, int indent) {
   ordered_json j;
   j["schema"] = kSchema;
@@ -269,6 +271,9 @@ std::string render_json(const Diagnosis& d, int indent) {
   return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
+// Over 80 lines: the first screen is laid out as one piece (verdict, first failure, decisive
+// line, fix, verify) because how many fix steps it shows depends on the rows the rest takes;
+// the sections after it follow in the order they print.
 std::string render_text(const Diagnosis& d, const TextOptions& o) {
   auto paint = [&](const char* code, const std::string& s) {
     return o.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;

@@ -46,6 +46,8 @@ std::string js_escape_literal(std::string_view lit) {
   return out;
 }
 
+// Over 80 lines: one scan over the RE2 syntax with a case per construct (escapes, classes,
+// groups, flags, anchors); the cases share the scanner's position and output.
 Result<JsRegex> to_js_regex(std::string_view rx) {
   JsRegex js;
   std::string& out = js.source;

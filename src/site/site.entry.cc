@@ -161,6 +161,8 @@ std::vector<std::pair<size_t, std::vector<std::string>>> related_by_tags(const M
 // ---------------------------------------------------------------------------
 // Pages
 
+// Over 80 lines: the entry page's sections in the order they show (kb/README.md, "The
+// page"); each is a few lines over the same entry, and the order is the page.
 std::string entry_page(const Model& m, const kb::Entry& e) {
   const std::string root = "../";
   std::string b;
