@@ -88,6 +88,16 @@ void parse_verify(FileChecker& c, const YAML::Node& doc, Entry& e) {
   }
 }
 
+// One item of a list of links (references, faq.docs): a URL, or {url, note}.
+void parse_reference(FileChecker& c, const YAML::Node& n, const std::string& field, std::vector<Reference>& out) {
+  if (n.IsScalar())
+    out.push_back({n.as<std::string>(), ""});
+  else if (n.IsMap())
+    out.push_back({c.str(n, "url", true), c.str(n, "note", false)});
+  else
+    c.fail(n, field, "must be a URL or {url, note}");
+}
+
 // `faq:` the questions every encyclopedia page answers (kb/README.md, "The page").
 void parse_faq(FileChecker& c, const YAML::Node& doc, Faq& faq) {
   if (YAML::Node f = doc["faq"]; f) {
@@ -103,12 +113,7 @@ void parse_faq(FileChecker& c, const YAML::Node& doc, Faq& faq) {
       faq.monitor = c.str(f, "monitor", false);
       if (YAML::Node d = f["docs"]; d && d.IsSequence()) {
         for (size_t i = 0; i < d.size(); ++i) {
-          if (d[i].IsScalar())
-            faq.docs.push_back({d[i].as<std::string>(), ""});
-          else if (d[i].IsMap())
-            faq.docs.push_back({c.str(d[i], "url", true), c.str(d[i], "note", false)});
-          else
-            c.fail(d[i], "faq.docs[" + std::to_string(i) + "]", "must be a URL or {url, note}");
+          parse_reference(c, d[i], "faq.docs[" + std::to_string(i) + "]", faq.docs);
         }
       } else if (d) {
         c.fail(d, "faq.docs", "must be a list of {url, note}");
@@ -252,13 +257,7 @@ void parse_references(FileChecker& c, const YAML::Node& doc, Entry& e) {
     c.fail(refs ? refs : doc, "references", "needs at least one reference {url, note}");
   } else {
     for (size_t i = 0; i < refs.size(); ++i) {
-      if (refs[i].IsScalar()) {
-        e.references.push_back({refs[i].as<std::string>(), ""});
-      } else if (refs[i].IsMap()) {
-        e.references.push_back({c.str(refs[i], "url", true), c.str(refs[i], "note", false)});
-      } else {
-        c.fail(refs[i], "references[" + std::to_string(i) + "]", "must be a URL or {url, note}");
-      }
+      parse_reference(c, refs[i], "references[" + std::to_string(i) + "]", e.references);
     }
   }
 }
