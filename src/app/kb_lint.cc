@@ -78,13 +78,13 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
   // entry only warns unless strict_pages.
   std::set<std::string> bundled;
   for (const auto& f : kb::embedded_files()) bundled.insert(f.path);
-  rep.rules.reserve(rep.rules.size() + 8);  // rule() hands out references into it
-  auto rule = [&](const char* name) -> RuleCount& {
-    for (auto& r : rep.rules)
-      if (r.name == name) return r;
-    rep.rules.push_back({name, 0, 0});
-    return rep.rules.back();
-  };
+  // The page rules, counted in the order kb check prints them.
+  const size_t first = rep.rules.size();
+  for (const char* name : {"page.fields", "page.code-examples", "verify.command", "page.markdown",
+                           "references.default-branch", "tags.shared"})
+    rep.rules.push_back({name});
+  RuleCount &fields = rep.rules[first], &examples = rep.rules[first + 1], &verify = rep.rules[first + 2],
+            &md = rep.rules[first + 3], &refs = rep.rules[first + 4], &tags = rep.rules[first + 5];
   auto fail = [&](RuleCount& r, const kb::Entry& e, const std::string& what) {
     bool error = strict_pages || bundled.count(e.file);
     ++(error ? r.failed : r.warned);
@@ -96,7 +96,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     // The entries that recognise a finished run have no failure to explain.
     if (e.category == "healthy") continue;
 
-    RuleCount& fields = rule("page.fields");
     ++fields.checked;
     std::vector<std::string> missing;
     if (e.symptoms.size() < 2) missing.push_back("symptoms (at least two rows)");
@@ -121,7 +120,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
       fail(fields, e, "the page lacks " + list);
     }
 
-    RuleCount& examples = rule("page.code-examples");
     ++examples.checked;
     for (const auto& [kind, code] : e.code_examples)
       if (!in(lint.code_example_kinds, kind))
@@ -132,7 +130,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
              fmt::format("names {} but has no code_examples.{} (or code_examples_note.{} saying why none applies)", fw,
                          fw, fw));
 
-    RuleCount& verify = rule("verify.command");
     ++verify.checked;
     if (e.verify_where.empty()) {
       fail(verify, e, "verify is a plain string: give {where, command, expect}");
@@ -158,7 +155,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
                   call));
     }
 
-    RuleCount& md = rule("page.markdown");
     ++md.checked;
     std::vector<std::pair<std::string, const std::string*>> texts{{"title", &e.title},
                                                                   {"summary", &e.summary},
@@ -190,7 +186,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
                          "products inside backticks)",
                          name));
 
-    RuleCount& refs = rule("references.default-branch");
     std::vector<const kb::Reference*> links;
     for (const auto& r : e.references) links.push_back(&r);
     for (const auto& r : q.docs) links.push_back(&r);
@@ -209,7 +204,6 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
     }
   }
 
-  RuleCount& tags = rule("tags.shared");
   for (const auto& [tag, users] : tag_users) {
     ++tags.checked;
     bool good = std::all_of(tag.begin(), tag.end(), [](char c) {
