@@ -20,23 +20,30 @@
 #include "base/strings.h"
 #include "base/wrap.h"
 #include "kb/kb.h"
+#include "report/format.h"
 #include "site/site.h"
 
 namespace ff::app {
 
 namespace {
 
+// Whether kb list's filters (--category, --framework, --phase, --tag) keep the entry.
+bool kept_by_filters(const kb::Entry& e, const Options& opt) {
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  return (opt.filter_category.empty() || e.category == opt.filter_category) &&
+         (opt.filter_framework.empty() || has(e.frameworks, opt.filter_framework)) &&
+         (opt.filter_phase.empty() || e.phase == opt.filter_phase) &&
+         (opt.filter_tag.empty() || has(e.tags, opt.filter_tag));
+}
+
 // kb list --tags: the tags of the entries the filters keep, most used first.
 int print_tags(const kb::KnowledgeBase& kb, const Options& opt) {
   std::map<std::string, size_t> count;
-  for (const auto& e : kb.entries) {
-    if (!opt.filter_category.empty() && e.category != opt.filter_category) continue;
-    if (!opt.filter_framework.empty() &&
-        std::find(e.frameworks.begin(), e.frameworks.end(), opt.filter_framework) == e.frameworks.end())
-      continue;
-    if (!opt.filter_phase.empty() && e.phase != opt.filter_phase) continue;
-    for (const auto& t : e.tags) ++count[t];
-  }
+  for (const auto& e : kb.entries)
+    if (kept_by_filters(e, opt))
+      for (const auto& t : e.tags) ++count[t];
   std::vector<std::pair<std::string, size_t>> tags(count.begin(), count.end());
   std::stable_sort(tags.begin(), tags.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (opt.format == "json") {
@@ -60,12 +67,9 @@ std::string explain_page(const kb::Entry& entry, const Md& md) {
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
   auto tn = [](const std::string& s) { return escape_for_terminal(s, true); };
   std::string out;
-  static const std::map<std::string, std::string> kWhere = {
-      {"shell", "in a shell on the node, after the fix"},
-      {"rerun", "rerun a few steps of the job with the fix"},
-      {"in-process", "add these lines to the training script"}};
-  auto where = kWhere.find(e->verify_where);
-  out += fmt::format("\nVerify{}\n", where == kWhere.end() ? "" : ": " + where->second);
+  // The reports' words for where it runs (they end in a colon, as a line before the command).
+  const std::string where = report::detail::verify_where_text(e->verify_where);
+  out += fmt::format("\nVerify{}\n", where.empty() ? "" : ": " + where.substr(0, where.size() - 1));
   for (std::string_view line : split(trim(e->verify), '\n')) out += fmt::format("    {}\n", tn(std::string(line)));
   if (!e->verify_expect.empty()) out += fmt::format("  expect: {}\n", md(e->verify_expect));
   if (!e->transience.empty() || !e->transience_recovers.empty()) {
@@ -159,16 +163,12 @@ int run_kb_list(const Options& opt) {
     check("--tag", opt.filter_tag, tags);
     if (bad) return 2;
   }
+  if (opt.list_tags) return print_tags(*loaded->kb, opt);
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   std::vector<std::array<std::string, 4>> rows;
   size_t listed = 0;
   for (const auto& e : loaded->kb->entries) {
-    if (!opt.filter_category.empty() && e.category != opt.filter_category) continue;
-    if (!opt.filter_framework.empty() &&
-        std::find(e.frameworks.begin(), e.frameworks.end(), opt.filter_framework) == e.frameworks.end())
-      continue;
-    if (!opt.filter_phase.empty() && e.phase != opt.filter_phase) continue;
-    if (!opt.filter_tag.empty() && std::find(e.tags.begin(), e.tags.end(), opt.filter_tag) == e.tags.end()) continue;
+    if (!kept_by_filters(e, opt)) continue;
     ++listed;
     if (opt.format == "json") {
       arr.push_back({{"id", e.id},
@@ -183,7 +183,6 @@ int run_kb_list(const Options& opt) {
                       escape_for_terminal(e.title)});
     }
   }
-  if (opt.list_tags) return print_tags(*loaded->kb, opt);
   if (opt.format != "json") {
     // Columns as wide as their longest cell; on a terminal the title is cut to what is
     // left of its width, or, when too little is left, goes under the id.
