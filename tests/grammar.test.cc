@@ -159,7 +159,7 @@ namespace {
 TEST_F(Grammar, AnNcclProcessLineInAOneRankPasteIsThatRanks) {
   json j = excerpt_or_skip("d2-002", 1);
   SKIP_WITHOUT_CORPUS(j);
-  expect_primary(j, "nccl.cuda.failure", "cuda-runtime", "NCCL WARN Cuda failure 1 'invalid argument'");
+  expect_primary(j, "nccl.cuda.failure-driver-pairing", "configuration", "NCCL WARN Cuda failure 1 'invalid argument'");
   EXPECT_EQ(j["primary"]["rank"], 0);
   EXPECT_EQ(j["primary"]["rank_rule"], "only-rank-named");
   // Its time, as written and in ISO 8601 for tools that sort.
