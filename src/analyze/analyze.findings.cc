@@ -54,6 +54,43 @@ void fill_traceback_and_context(const Ctx& c, const Incident& inc, Finding& f) {
   }
 }
 
+// The long tail: no entry names the failure line. The category is a guess from the raising
+// frame, the closest known failures by the message's words, or the type, said as a guess
+// with what it was inferred from and a lower confidence.
+void fill_guess(const Ctx& c, const Incident& inc, const Event& de, Finding& f) {
+  std::vector<JobNumbers::NearEntry> near;
+  if (c.numbers.nearest_entries) near = c.numbers.nearest_entries(de.text);
+  const Guess g = guess_failure(c.kb, inc.exc_type, de.exc_frame.empty() ? inc.decisive->exc_frame : de.exc_frame,
+                                c.on(Rule::kGuessFromWords) ? near : std::vector<JobNumbers::NearEntry>{});
+  f.basis = "guess";
+  f.category = g.category;
+  f.guess_from = g.from;
+  f.guess_evidence = g.evidence;
+  for (const auto& n : near) {
+    if (f.closest.size() >= 3 || n.share < kGuessMinShare / 2) break;
+    if (const kb::Entry* e = c.kb.find(n.id)) f.closest.push_back({e->id, e->title, e->category, n.share});
+  }
+  f.confidence = std::min(f.confidence, g.from == "type" ? 0.4 : 0.5);
+  const std::string what = inc.exc_type.empty() ? std::string("a failure") : inc.exc_type;
+  std::string from = g.from == "frame"   ? "the frame that raised it (" + g.evidence + ")"
+                     : g.from == "words" ? "the closest known failure by its words (" + g.evidence + ")"
+                                         : "its exception type (" + g.evidence + ")";
+  f.summary = "No knowledge-base entry matches this message. The process raised " + what + "; the category (" +
+              g.category + ") is a guess, inferred from " + from + ".";
+  if (!f.closest.empty()) {
+    f.summary += " Closest known failures:";
+    for (size_t i = 0; i < f.closest.size(); ++i)
+      f.summary += (i ? ", " : " ") + f.closest[i].id;
+    f.summary += " (`firstfault explain ID`).";
+  }
+  f.root_cause =
+      "Read the decisive line and the traceback above it: the last frame in your own code is "
+      "usually where to start.";
+  f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
+           "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
+  f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + inc.id;
+}
+
 }  // namespace
 
 // The primary's finding: what the incident says, with the KB's fix and verification.
@@ -105,14 +142,15 @@ void fill_primary(Ctx& c) {
     f.verify_expect = e.verify_expect;
     for (const auto& r : e.references) f.references.push_back(r.url);
   } else {
-    f.summary = "The process raised " + primary->exc_type +
-                " and no knowledge-base entry recognises its message; the category is a guess from the exception type.";
-    f.root_cause =
-        "Read the decisive line and the traceback above it: the last frame in your own code is "
-        "usually where to start.";
-    f.fix = {"Reproduce on one process (no launcher) with the same inputs to get the full traceback.",
-             "Search the message: firstfault search '" + de.text.substr(0, 80) + "'"};
-    f.verify = "Rerun the job and check that `firstfault diagnose` on the new log no longer reports " + primary->id;
+    fill_guess(c, *primary, de, f);
+  }
+  if (primary->wrapper && primary->entry) {
+    f.basis = "wrapper-cause";
+    f.wrapper_id = primary->wrapper->entry_id;
+    f.wrapper_line = to_evidence(*primary->wrapper, c.sources);
+    if (std::none_of(f.evidence.begin(), f.evidence.end(),
+                     [&](const Evidence& e) { return e.line == f.wrapper_line->line && e.source == f.wrapper_line->source; }))
+      f.evidence.push_back(*f.wrapper_line);
   }
   c.d.primary = std::move(f);
 }

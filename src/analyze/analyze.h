@@ -33,6 +33,15 @@ struct JobNumbers {
   // From `firstfault diff`: true for a line whose template also occurs in a healthy
   // control run. Such lines never become the primary failure (they are noise).
   std::function<bool(std::string_view)> seen_in_control;
+  // The long-tail guess (a failure line no entry names): the entries whose words are
+  // closest to a message, best first, each with the share of the message's words it
+  // holds (0..1). app fills it with the encyclopedia's search (site::KeywordIndex); unset,
+  // the guess uses the raising frame and the type alone.
+  struct NearEntry {
+    std::string id;
+    double share = 0;
+  };
+  std::function<std::vector<NearEntry>(std::string_view)> nearest_entries;
   // What was not read (input errors, a read limit reached, a truncated stream): a job
   // with any is never healthy (rule verdict.incomplete-input); also Diagnosis::errors.
   std::vector<std::string> unread;
@@ -48,10 +57,21 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& series, const metric
                                   const std::vector<SourceSummary>& sources, int64_t last_time_us,
                                   record::Clock last_time_clock);
 
-// The category guessed for an exception type no entry recognises.
 // The category guessed for an exception no entry recognises: from the innermost frame's
-// file when a rule names it, else from the exception type.
+// file when a rule names it (kb/formats/exceptions.yaml `frames:`), else from the words of
+// the message when known failures are close enough (`nearest`, best first), else from the
+// exception type. `from` says which ("frame", "words", "type"), `evidence` what decided it.
+struct Guess {
+  std::string category;
+  std::string from;
+  std::string evidence;
+};
+Guess guess_failure(const kb::KnowledgeBase& kb, const std::string& exc_type, const std::string& frame,
+                    const std::vector<JobNumbers::NearEntry>& nearest = {});
 std::string guess_exception_category(const kb::KnowledgeBase& kb, const std::string& exc_type,
                                      const std::string& frame = {});
+// A share of the message's words at least this large makes the closest entry's category
+// the guess (the words rule of guess_failure).
+inline constexpr double kGuessMinShare = 0.6;
 
 }  // namespace ff::analyze

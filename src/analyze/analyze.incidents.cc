@@ -34,8 +34,32 @@ bool more_specific(const Event* a, const Event* b) {
 // the capture vocabulary): any other hit names an incident better.
 bool is_exception_line_hit(const Event* e) { return e->captures.count("exception") > 0; }
 
-bool better_hit(const Event* a, const Event* b) {
+// A wrapper's hit (kb `wrapper: true`: DistBackendError's "unhandled system error", a
+// launcher's exit code, the watchdog echoing an error) against a hit that names a specific
+// failure: the specific one names the incident (the cause, with its category and fix).
+bool is_wrapper_hit(const kb::KnowledgeBase& kb, const Event* e) {
+  const kb::Entry* en = kb.find(e->entry_id);
+  return en && en->wrapper;
+}
+
+bool is_cause_hit(const kb::KnowledgeBase& kb, const Event* e) {
+  if (is_exception_line_hit(e) || (e->role != kb::Role::kRoot && e->role != kb::Role::kCollateral)) return false;
+  const kb::Entry* en = kb.find(e->entry_id);
+  return en && !en->wrapper && entry_is_failure(en);
+}
+
+// -1: a names it better, 1: b does, 0: the wrapper rule does not decide.
+int wrapper_order(const kb::KnowledgeBase& kb, const Event* a, const Event* b) {
+  const bool wa = is_wrapper_hit(kb, a), wb = is_wrapper_hit(kb, b);
+  if (wa == wb) return 0;
+  if (wb && is_cause_hit(kb, a)) return -1;
+  if (wa && is_cause_hit(kb, b)) return 1;
+  return 0;
+}
+
+bool better_hit(const kb::KnowledgeBase& kb, bool wrappers, const Event* a, const Event* b) {
   if (is_exception_line_hit(a) != is_exception_line_hit(b)) return is_exception_line_hit(b);
+  if (int w = wrappers ? wrapper_order(kb, a, b) : 0; w != 0) return w < 0;
   if (a->line == b->line && a->source == b->source) return more_specific(a, b);
   auto role_rank = [](kb::Role r) {
     switch (r) {
@@ -80,16 +104,40 @@ kb::Precedence precedence_of(const Incident& inc) {
 
 // Step 1 (ARCHITECTURE.md, Reasoning), incidents: one per traceback (with the KB hits inside it), one per hit outside.
 void build_incidents(Ctx& c) {
-  std::map<std::tuple<uint32_t, int, uint64_t>, size_t> traceback_incident;  // (source, rank, first line)
+  // (source, first line) -> the tracebacks starting there, one per rank. A hit on a
+  // traceback's lines belongs to the traceback of its rank; a hit whose pattern captured a
+  // rank the traceback's lines do not carry (or the reverse) still belongs to it.
+  const bool wrappers = c.on(Rule::kWrapperCause);
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> traceback_incident;
   for (const Event& e : c.events) {
     if (e.kind != EventKind::kException) continue;
     Incident inc;
     inc.decisive = &e;
     inc.exc_type = e.exc_type;
     inc.members.push_back(&e);
-    traceback_incident[{e.source, e.rank, e.traceback_first}] = c.incidents.size();
+    traceback_incident[{e.source, e.traceback_first}].push_back(c.incidents.size());
     c.incidents.push_back(std::move(inc));
   }
+  // The exception lines of the tracebacks, by (source, line): a hit on one whose event was
+  // not marked as inside the traceback (its pattern captured another rank) still names it.
+  std::map<std::pair<uint32_t, uint64_t>, size_t> exception_line_incident;
+  for (size_t i = 0; i < c.incidents.size(); ++i)
+    exception_line_incident.emplace(std::make_pair(c.incidents[i].decisive->source, c.incidents[i].decisive->line), i);
+  auto traceback_of = [&](const Event& e) -> Incident* {
+    if (e.traceback_last == 0) {
+      auto at = exception_line_incident.find({e.source, e.line});
+      return at == exception_line_incident.end() ? nullptr : &c.incidents[at->second];
+    }
+    auto it = traceback_incident.find({e.source, e.traceback_first});
+    if (it == traceback_incident.end()) return nullptr;
+    Incident* loose = nullptr;
+    for (size_t i : it->second) {
+      Incident& inc = c.incidents[i];
+      if (inc.decisive->rank == e.rank) return &inc;
+      if (inc.decisive->rank < 0 || e.rank < 0) loose = &inc;
+    }
+    return it->second.size() == 1 ? loose : nullptr;
+  };
   std::map<std::pair<uint32_t, uint64_t>, size_t> line_incident;
   for (const Event& e : c.events) {
     if (e.kind == EventKind::kLauncherFailure) {
@@ -101,15 +149,14 @@ void build_incidents(Ctx& c) {
       c.completions.push_back(&e);
       continue;
     }
-    if (e.traceback_last != 0) {
-      auto it = traceback_incident.find({e.source, e.rank, e.traceback_first});
-      if (it != traceback_incident.end()) {
-        Incident& inc = c.incidents[it->second];
+    {
+      if (Incident* tb = traceback_of(e)) {
+        Incident& inc = *tb;
         inc.members.push_back(&e);
         // Only hits on the traceback's exception lines (and their continuation) name it;
         // a frame's source line does not.
         if (e.line >= inc.decisive->line || e.exception_line) {
-          if (!inc.hit || better_hit(&e, inc.hit)) inc.hit = &e;
+          if (!inc.hit || better_hit(c.kb, wrappers, &e, inc.hit)) inc.hit = &e;
         }
         continue;
       }
@@ -120,7 +167,8 @@ void build_incidents(Ctx& c) {
     if (auto it = line_incident.find(line_key); it != line_incident.end()) {
       Incident& inc = c.incidents[it->second];
       inc.members.push_back(&e);
-      if (more_specific(&e, inc.hit)) inc.hit = inc.decisive = &e;
+      int w = wrappers ? wrapper_order(c.kb, &e, inc.hit) : 0;
+      if (w < 0 || (w == 0 && more_specific(&e, inc.hit))) inc.hit = inc.decisive = &e;
       continue;
     }
     Incident inc;
@@ -177,10 +225,25 @@ void name_incidents(Ctx& c) {
       inc.role = kb::Role::kRoot;
       inc.decisive = &dec;
     }
+    if (inc.entry && !inc.entry->wrapper && c.on(Rule::kWrapperCause)) {
+      for (const Event* m : inc.members) {
+        if (m != inc.hit && m->kind == EventKind::kPattern && is_wrapper_hit(c.kb, m)) {
+          inc.wrapper = m;
+          break;
+        }
+      }
+    }
     const Event& de = *inc.decisive;
     inc.rank = de.rank;
     inc.node = de.node;
     if (inc.rank >= 0) inc.rank_source = "log prefix";
+    // The exception line's own words name the rank ("Rank 3: found NaN ..."), which the
+    // naming hit captured on that very line.
+    if (inc.rank < 0 && inc.hit && inc.hit != &de && inc.hit->source == de.source && inc.hit->line == de.line &&
+        inc.hit->rank >= 0) {
+      inc.rank = inc.hit->rank;
+      inc.rank_source = "the message";
+    }
     bool in_summary = de.in_launcher_summary;
     if (inc.rank < 0 && in_summary && de.summary_rank >= 0) {
       inc.rank = de.summary_rank;
@@ -201,6 +264,47 @@ void name_incidents(Ctx& c) {
         inc.tier = kRecognised;
     } else if (inc.role == kb::Role::kCollateral && !in_summary) {
       inc.tier = kCollateralOnly;
+    }
+  }
+}
+
+namespace {
+
+// Lines apart within which a wrapper line printed on its own (not in a traceback: a C++
+// `what():`, a launcher's exit line, NCCL's error printed by the watchdog) takes the
+// specific failure of the same stream as its cause: the detail lines come just before it
+// (NCCL's WARN lines, the signal) or just after (`Last error:`).
+constexpr uint64_t kWrapperLinesBefore = 40;
+constexpr uint64_t kWrapperLinesAfter = 6;
+
+bool same_stream(const Event& a, const Event& b) {
+  return a.source == b.source && (a.rank == b.rank || a.rank < 0 || b.rank < 0);
+}
+
+}  // namespace
+
+// Step 1, wrappers: a wrapper's incident whose cause printed nearby on the same stream is
+// that cause's (the cause names it, the wrapper is kept as its evidence); a wrapper with no
+// cause in sight is a weak candidate, so any specific failure of the job names it first.
+void absorb_wrappers(Ctx& c) {
+  if (!c.on(Rule::kWrapperCause)) return;
+  for (Incident& w : c.incidents) {
+    if (w.tier == kNone || w.tier == kSummary || !w.entry || !w.entry->wrapper) continue;
+    const Event& we = *w.decisive;
+    Incident* cause = nullptr;
+    for (Incident& k : c.incidents) {
+      if (&k == &w || k.tier == kNone || k.tier == kSummary || !k.entry || k.entry->wrapper || !k.hit) continue;
+      if (!entry_is_failure(k.entry) || !is_cause_hit(c.kb, k.hit)) continue;
+      const Event& ke = *k.decisive;
+      if (!same_stream(ke, we)) continue;
+      if (ke.line + kWrapperLinesBefore < we.line || ke.line > we.line + kWrapperLinesAfter) continue;
+      if (!cause || ke.line > cause->decisive->line) cause = &k;  // the nearest before (or after) it
+    }
+    if (cause) {
+      if (!cause->wrapper) cause->wrapper = w.hit ? w.hit : &we;
+      w.tier = kNone;
+    } else if (w.tier < kWeak) {
+      w.tier = kWeak;
     }
   }
 }

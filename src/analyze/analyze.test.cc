@@ -28,6 +28,7 @@ kb::KnowledgeBase test_kb() {
                      {"e.yaml", entry_yaml("t.warn", "numerical", "warning")},
                      {"f.yaml", entry_yaml("t.nan", "numerical")},
                      {"g.yaml", entry_yaml("t.slow", "hang", "error", "", "symptom")},
+                     {"h.yaml", "wrapper: true\n" + entry_yaml("t.wrap", "communication", "error")},
                      {"formats/exceptions.yaml",
                       "teardown: [KeyboardInterrupt]\nexceptions:\n  - {type: OSError, category: storage}\n"
                       "frames:\n  - {path: torch/utils/data/, category: data-pipeline}\n"}});
@@ -127,6 +128,60 @@ TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
   e.exc_frame = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py";
   d = diagnose({e}, one_source(), kb);
   EXPECT_EQ(d.primary->category, "data-pipeline");
+}
+
+// The long tail (issue 30): no entry names the line, so the category is a guess, from the
+// raising frame first, then the closest entries' words, then the type; said as a guess.
+TEST(Diagnose, AnUnnamedFailureIsGuessedFromTheFrameThenTheWordsThenTheType) {
+  kb::KnowledgeBase kb = test_kb();
+  Event e;
+  e.kind = EventKind::kException;
+  e.line = 12;
+  e.exc_type = "OSError";
+  e.text = "OSError: loss went non-finite in the reducer";
+  e.traceback_first = 9;
+  e.traceback_last = 12;
+  JobNumbers n;
+  n.nearest_entries = [](std::string_view) { return std::vector<JobNumbers::NearEntry>{{"t.nan", 0.8}, {"t.oom", 0.2}}; };
+  Diagnosis d = diagnose({e}, one_source(), kb, n);
+  EXPECT_EQ(d.primary->basis, "guess");
+  EXPECT_EQ(d.primary->category, "numerical");
+  EXPECT_EQ(d.primary->guess_from, "words");
+  ASSERT_EQ(d.primary->closest.size(), 1u);  // t.oom's share is below half the threshold
+  EXPECT_EQ(d.primary->closest[0].id, "t.nan");
+  EXPECT_NE(d.primary->summary.find("is a guess"), std::string::npos);
+  // A frame rule decides before the words.
+  e.exc_frame = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py";
+  d = diagnose({e}, one_source(), kb, n);
+  EXPECT_EQ(d.primary->category, "data-pipeline");
+  EXPECT_EQ(d.primary->guess_from, "frame");
+  // Words too far from every entry: the type.
+  e.exc_frame.clear();
+  n.nearest_entries = [](std::string_view) { return std::vector<JobNumbers::NearEntry>{{"t.nan", 0.4}}; };
+  d = diagnose({e}, one_source(), kb, n);
+  EXPECT_EQ(d.primary->category, "storage");
+  EXPECT_EQ(d.primary->guess_from, "type");
+}
+
+// A wrapper (kb `wrapper: true`) on a line of its own takes the specific failure printed
+// just before it on the same stream as its cause; alone, it is only a weak candidate.
+TEST(Diagnose, AWrapperIsNamedByTheCausePrintedWithIt) {
+  kb::KnowledgeBase kb = test_kb();
+  std::vector<Event> ev = {hit("t.oom", kb::Role::kRoot, 10, 2), hit("t.wrap", kb::Role::kRoot, 14, 2)};
+  Diagnosis d = diagnose(ev, one_source(), kb);
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->id, "t.oom");
+  EXPECT_EQ(d.primary->basis, "wrapper-cause");
+  EXPECT_EQ(d.primary->wrapper_id, "t.wrap");
+  // An earlier wrapper with no cause near it loses to a specific failure elsewhere.
+  ev = {hit("t.wrap", kb::Role::kRoot, 10, 1, 1000), hit("t.oom", kb::Role::kRoot, 500, 2, 5000)};
+  d = diagnose(ev, one_source(), kb);
+  EXPECT_EQ(d.primary->id, "t.oom");
+  EXPECT_EQ(d.primary->basis, "entry");
+  // The same two lines on one line: the specific hit names the incident.
+  ev = {hit("t.wrap", kb::Role::kRoot, 10, 1), hit("t.oom", kb::Role::kRoot, 10, 1)};
+  d = diagnose(ev, one_source(), kb);
+  EXPECT_EQ(d.primary->id, "t.oom");
 }
 
 TEST(Diagnose, StragglerIsTheOnlyRankThatDidNotTimeOut) {

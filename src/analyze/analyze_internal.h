@@ -57,6 +57,9 @@ struct Incident {
   std::string rank_source;
   std::string node;
   std::vector<const Event*> members;
+  // A wrapper's hit (kb `wrapper: true`) whose failure this incident's specific cause
+  // explains: in the incident's own lines, or a wrapper line nearby that was absorbed.
+  const Event* wrapper = nullptr;
 };
 
 // Orders two events by time where both carry comparable times, else by position.
@@ -92,6 +95,7 @@ inline bool entry_is_failure(const kb::Entry* e) { return e && (e->severity == "
 std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents);
 void build_incidents(Ctx& c);
 void name_incidents(Ctx& c);
+void absorb_wrappers(Ctx& c);
 void drop_control_noise(Ctx& c);
 void mark_recovered(Ctx& c);
 void choose_primary(Ctx& c);

@@ -95,6 +95,19 @@ struct Finding {
   std::string verify_expect;  // what its output shows when the fix worked
   std::vector<std::string> references;
   std::string exception_type;
+  // Where the name came from: "entry" (a KB entry's pattern), "wrapper-cause" (a wrapper's
+  // incident, named by the specific cause printed with it) or "guess" (no entry matches the
+  // failure line: inferred from the raising frame, the message's words or the type).
+  std::string basis = "entry";
+  std::string wrapper_id;                 // basis wrapper-cause: the wrapper entry's id
+  std::optional<Evidence> wrapper_line;   // ... and its line
+  std::string guess_from;                 // basis guess: "frame", "words" or "type"
+  std::string guess_evidence;             // ... the frame's file, the entries' ids, the type
+  struct Nearby {
+    std::string id, title, category;
+    double score = 0;  // relative to the best possible match of the message's words (0..1)
+  };
+  std::vector<Nearby> closest;  // basis guess: the closest known failures by the message's words
   std::string rank_source;  // how the rank was found, in words ("log prefix", ...)
   RankSource rank_how = RankSource::kNone;
   std::string node_source;   // how the node was found

@@ -13,6 +13,12 @@ const std::vector<RuleInfo>& rules() {
        "a traceback ending in a teardown exception (kb/formats/exceptions.yaml: teardown) is collateral"},
       {Rule::kUnrecognisedCrash, "incident.unrecognised-crash",
        "a traceback no entry names is a crash of its exception type, category guessed from the type"},
+      {Rule::kWrapperCause, "incident.wrapper-cause",
+       "a wrapper's message (kb `wrapper: true`: DistBackendError, a launcher's exit code, the watchdog's echo) "
+       "is named by the specific failure printed with it; alone, it is a weak candidate"},
+      {Rule::kGuessFromWords, "incident.guess-from-words",
+       "a failure no entry names takes the category of the closest known failure by its words (the encyclopedia's "
+       "search) when no frame rule decides"},
       {Rule::kPrecedence, "order.precedence",
        "candidates by the KB's precedence: hardware > root > weak > launcher summary > collateral"},
       {Rule::kControlNoise, "order.control-noise", "lines a healthy control run also prints are noise (diff)"},

@@ -20,6 +20,8 @@ enum class Rule : uint8_t {
   // Incidents
   kTeardownIsCollateral,  // a traceback ending in a teardown exception is collateral
   kUnrecognisedCrash,     // a traceback no entry names is an unrecognised crash of its type
+  kWrapperCause,          // a wrapper (kb `wrapper: true`) takes the specific cause printed with it
+  kGuessFromWords,        // an unnamed failure's category from the closest entries' words
   // Precedence and order
   kPrecedence,      // hardware > root > weak > launcher summary > collateral
   kControlNoise,    // lines a healthy control also prints are noise (diff)

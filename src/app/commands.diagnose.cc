@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "report/editor.h"
 #include "report/report.h"
 #include "scan/scan.h"
+#include "site/search_index.h"
 #include "site/site.h"
 
 namespace ff::app {
@@ -66,6 +69,24 @@ bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& sca
   return true;
 }
 
+// The entries closest to a message by the search's ranking, each with the share of the
+// message's distinct words (site::tokenize) that it holds.
+std::vector<analyze::JobNumbers::NearEntry> nearest_entries(const kb::KnowledgeBase& kb,
+                                                            const site::KeywordIndex& index, std::string_view text) {
+  std::vector<analyze::JobNumbers::NearEntry> out;
+  std::vector<std::string> words = site::tokenize(text);
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  if (words.size() < 3) return out;  // too few words to say anything is close
+  for (const auto& hit : index.search(text)) {
+    if (out.size() >= 5) break;
+    const kb::Entry& e = kb.entries[hit.entry];
+    if (e.category == "healthy" || e.severity == "info") continue;
+    out.push_back({e.id, static_cast<double>(hit.terms.size()) / static_cast<double>(words.size())});
+  }
+  return out;
+}
+
 bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
                      const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job) {
   auto t0 = std::chrono::steady_clock::now();
@@ -79,6 +100,13 @@ bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : errors) numbers.unread.push_back(e.to_string());
+  // The long-tail guess asks for the closest entries by words: the encyclopedia's search
+  // over the loaded KB, its index built only when a failure line no entry names is the primary.
+  std::optional<site::KeywordIndex> index;
+  numbers.nearest_entries = [&](std::string_view text) {
+    if (!index) index.emplace(*loaded.kb);
+    return nearest_entries(*loaded.kb, *index, text);
+  };
   analyze::Diagnosis& d = job.d;
   d = analyze::diagnose(events, summarise_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());

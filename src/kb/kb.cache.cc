@@ -45,7 +45,7 @@ void fields(auto& io, Is<LintData> auto& l) {
 // An entry is the fields a diagnosis reads, then the page fields (LoadOptions::page_fields),
 // which the cache keeps in a section of their own so that a load without them skips it.
 void fields(auto& io, Is<Entry> auto& e) {
-  io(e.id, e.title, e.category, e.severity, e.summary, e.patterns, e.symptoms, e.root_cause, e.fix, e.verify,
+  io(e.id, e.title, e.category, e.severity, e.wrapper, e.summary, e.patterns, e.symptoms, e.root_cause, e.fix, e.verify,
      e.references, e.file);
 }
 void page_fields(auto& io, Is<Entry> auto& e) {

@@ -291,6 +291,15 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
   e.severity = c.str(doc, "severity", true);
   if (!e.severity.empty() && !contains({"fatal", "error", "warning", "info"}, e.severity))
     c.fail(doc["severity"], "severity", "must be fatal, error, warning or info");
+  // wrapper: true — the entry's message only wraps another failure (DistBackendError's
+  // "unhandled system error", a launcher's exit code, a watchdog echoing an error): the
+  // specific cause printed with it names the incident (analyze, step 1).
+  if (const YAML::Node w = doc["wrapper"]; w) {
+    if (!w.IsScalar() || (w.Scalar() != "true" && w.Scalar() != "false"))
+      c.fail(w, "wrapper", "must be true or false");
+    else
+      e.wrapper = w.Scalar() == "true";
+  }
   e.phase = c.str(doc, "phase", true);
   if (!e.phase.empty() && !contains(phases(), e.phase))
     c.fail(doc["phase"], "phase", "unknown lifecycle phase '" + e.phase + "'");

@@ -127,6 +127,7 @@ struct Entry {
   std::string title;
   std::string category;
   std::string severity;
+  bool wrapper = false;  // its message wraps another failure: the cause in its incident names it
   std::string phase;
   std::vector<std::string> frameworks;
   std::vector<std::string> tags;

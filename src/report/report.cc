@@ -97,6 +97,26 @@ std::string render_json(const Diagnosis& d, int indent) {
     pj["rank_rule"] =
         p.rank_how == RankSource::kNone ? ordered_json(nullptr) : ordered_json(rank_source_name(p.rank_how));
     pj["exception_type"] = str_or_null(p.exception_type);
+    pj["basis"] = p.basis;
+    if (p.wrapper_line) {
+      ordered_json w;
+      w["id"] = p.wrapper_id;
+      w["evidence"] = evidence_json(*p.wrapper_line);
+      pj["wrapper"] = w;
+    } else {
+      pj["wrapper"] = nullptr;
+    }
+    if (p.basis == "guess") {
+      ordered_json g;
+      g["from"] = p.guess_from;
+      g["evidence"] = str_or_null(p.guess_evidence);
+      g["closest"] = ordered_json::array();
+      for (const auto& n : p.closest)
+        g["closest"].push_back({{"id", n.id}, {"title", n.title}, {"category", n.category}, {"share", n.score}});
+      pj["guess"] = g;
+    } else {
+      pj["guess"] = nullptr;
+    }
     pj["node_source"] = str_or_null(p.node_source);
     pj["fingerprint"] = str_or_null(p.fingerprint);
     if (p.hang) {
