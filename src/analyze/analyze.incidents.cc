@@ -60,7 +60,6 @@ int wrapper_order(const kb::KnowledgeBase& kb, const Event* a, const Event* b) {
 bool better_hit(const kb::KnowledgeBase& kb, bool wrappers, const Event* a, const Event* b) {
   if (is_exception_line_hit(a) != is_exception_line_hit(b)) return is_exception_line_hit(b);
   if (int w = wrappers ? wrapper_order(kb, a, b) : 0; w != 0) return w < 0;
-  if (a->line == b->line && a->source == b->source) return more_specific(a, b);
   auto role_rank = [](kb::Role r) {
     switch (r) {
       case kb::Role::kRoot: return 0;
@@ -71,7 +70,10 @@ bool better_hit(const kb::KnowledgeBase& kb, bool wrappers, const Event* a, cons
     }
     return 3;
   };
+  // On one line too, a failure's pattern names it before a hint's (a symptom pattern on
+  // the same exception line: "It is possible that dataloader's workers are out of shared memory").
   if (role_rank(a->role) != role_rank(b->role)) return role_rank(a->role) < role_rank(b->role);
+  if (a->line == b->line && a->source == b->source) return more_specific(a, b);
   if (a->priority != b->priority) return a->priority > b->priority;
   // "During handling of the above exception, another exception occurred": the first
   // exception is the cause, the later ones its consequences.
