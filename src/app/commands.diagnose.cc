@@ -79,6 +79,11 @@ bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : errors) numbers.unread.push_back(e.to_string());
+  for (const auto& s : stats.sources) {
+    numbers.lines_with_rank += s.lines_with_rank;
+    numbers.lines_with_time += s.lines_with_time;
+    numbers.traceback_starts += s.traceback_starts;
+  }
   analyze::Diagnosis& d = job.d;
   d = analyze::diagnose(events, summarise_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
