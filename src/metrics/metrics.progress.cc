@@ -195,6 +195,12 @@ size_t read_number(std::string_view s, size_t i, double& v) {
   return static_cast<size_t>(r.ptr - (s.data() + i));
 }
 
+// The number read at s[i] is a word (nan, inf, -Infinity), not digits.
+inline bool is_word_number(std::string_view s, size_t i) {
+  const char c = s[i];
+  return c != '.' && !is_digit(c) && !((c == '-' || c == '+') && i + 1 < s.size() && (is_digit(s[i + 1]) || s[i + 1] == '.'));
+}
+
 // The key before a number: the text back to the previous separator or number, with
 // ':' '=' quotes and spaces trimmed ("lm loss", "learning_rate"), not yet lower-cased.
 std::string_view key_before(std::string_view s, size_t num_start, size_t floor) {
@@ -330,6 +336,13 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     if (m == kNoMetric && !unit.empty()) {
       m = unit_metric;
       scale = unit_scale;
+    }
+    // "nan" or "inf" as a word that no key or unit names is a word of the text, not a
+    // value ("number of nan iterations: 0"): the key of the next number reaches over it.
+    if (m == kNoMetric && is_word_number(s, i)) {
+      on_look(i, number_reach(s, i));
+      ++i;
+      continue;
     }
     // "step 12/60", "iteration 100/ 500000": the total after the slash is not a value of
     // the key; after a step it is the run's total (Aliases::step_total), a token of its own.
@@ -467,7 +480,11 @@ bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out)
         k.memo_value = v;
       }
     }
-    if (k.metric != kNoMetric) {
+    if (k.metric == kNoMetric) {
+      // The tokeniser takes a word no key names for text ("number of nan iterations"):
+      // this shape, built on a number there, does not hold the line.
+      if (is_word_number(s, pos)) return false;
+    } else {
       if (k.metric == a_.step()) {
         if (!out.has_step && std::isfinite(v)) {
           out.has_step = true;
