@@ -3,6 +3,7 @@
 // hand them over. Each test names the rule (analyze/rules.h) it guards.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -186,6 +187,97 @@ TEST_F(Verdict, DiffAgainstAFailedControlSaysSo) {
   EXPECT_EQ(j["control_verdict"], "healthy");
   // The failure's own decisive line is the first new line.
   EXPECT_EQ(j["new_templates"][0]["first"], j["diagnosis"]["primary"]["evidence"][0]["text"]);
+}
+
+// Issue 30, mechanism 4: numbers in other frameworks' words become the numerical
+// findings they are (series.ends-non-finite, series.loss-scale-terminal).
+std::string corpus_case(const std::string& folder, const std::string& id) {
+  return std::string(FF_SHARED_DIR) + "/corpus/" + folder + "/cases/" + id + ".log";
+}
+
+TEST_F(Verdict, NumbersInOtherFrameworksWordsAreNumericalFindings) {
+  // The Hugging Face Trainer's dict lines ending in 'grad_norm': nan (a public excerpt,
+  // read in place): numerical, decided by the first line of the non-finite tail.
+  const std::string hf = corpus_case("github-issues-3", "066");
+  if (!fs::exists(hf)) GTEST_SKIP() << "no corpus at " << hf;
+  json j = diagnose(quote(hf), 1);
+  EXPECT_EQ(j["verdict"], "failed");
+  EXPECT_EQ(j["primary"]["id"], "series.non-finite");
+  EXPECT_EQ(j["primary"]["category"], "numerical");
+  EXPECT_NE(j["primary"]["evidence"][0]["text"].get<std::string>().find("'grad_norm': nan"), std::string::npos)
+      << j["primary"]["evidence"];
+
+  // apex amp's overflow message (the format string of apex/amp/handle.py, filled in as
+  // apex does: no apex on this machine), halving from 65536 to its floor and below.
+  std::string apex;
+  for (double scale = 32768; scale >= 0.25; scale /= 2) {
+    char buf[128];  // Python's str() of the float: "32768.0", "0.5", "0.25"
+    std::snprintf(buf, sizeof buf, scale >= 1 ? "%.1f" : "%g", scale);
+    apex += std::string("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to ") + buf + "\n";
+  }
+  write_file(dir_ / "apex.log", apex);
+  j = diagnose(quote((dir_ / "apex.log").string()), 1);
+  EXPECT_EQ(j["primary"]["id"], "series.loss-scale-terminal") << j.dump(1).substr(0, 2000);
+  EXPECT_EQ(j["primary"]["category"], "numerical");
+
+  // A few overflows at warm-up, then steps again: transient, not a failure.
+  write_file(dir_ / "apex-warmup.log",
+             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
+             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0\n"
+             "{'loss': 2.31, 'grad_norm': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+             "{'loss': 2.12, 'grad_norm': 1.2, 'learning_rate': 2e-05, 'epoch': 0.2}\n");
+  j = diagnose(quote((dir_ / "apex-warmup.log").string()), 3);
+  EXPECT_TRUE(j["primary"].is_null()) << j["primary"];
+
+  // Megatron's training_log (the layout of a public excerpt, github-issues-2/d2-028) with
+  // every iteration of the last intervals counted as skipped.
+  std::string mega;
+  for (int it = 10; it <= 40; it += 10) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  " iteration %8d/  250000 | consumed samples: %12d | elapsed time per iteration (ms): 4247.9 | "
+                  "learning rate: 2.999E-04 | global batch size:     8 | lm loss: 2.345678E+00 | loss scale: 1.0 | "
+                  "number of skipped iterations: %3d | number of nan iterations: %3d |\n",
+                  it, it * 8, it <= 10 ? 0 : 10, 0);
+    mega += buf;
+  }
+  write_file(dir_ / "megatron.log", mega);
+  j = diagnose(quote((dir_ / "megatron.log").string()), 1);
+  EXPECT_EQ(j["primary"]["id"], "series.skipped-iterations") << j.dump(1).substr(0, 2000);
+  EXPECT_EQ(j["primary"]["category"], "numerical");
+}
+
+// Issue 30, mechanism 5: an excerpt gets an answer. A traceback with nothing an entry
+// names (github-issues-3/050 from its traceback on, read in place) is a job's log, not
+// `unknown`; a known warning alone is "no failure in this excerpt", the warning named.
+TEST_F(Verdict, ExcerptsWithLogLinesOrKnownWarningsGetAnAnswer) {
+  const std::string tb = corpus_case("github-issues-3", "050");
+  if (!fs::exists(tb)) GTEST_SKIP() << "no corpus at " << tb;
+  std::string text = slurp(tb);
+  write_file(dir_ / "tb.log", text.substr(text.find("Traceback (most recent call last):")));
+  json j = diagnose(quote((dir_ / "tb.log").string()), 3);
+  EXPECT_EQ(j["verdict"], "incomplete");
+  EXPECT_EQ(first_rule(j), "verdict.incomplete-log-lines");
+
+  // PyTorch 2.4+'s exit warning (the KB entry's example, as ProcessGroupNCCL prints it).
+  write_file(dir_ / "warn.log",
+             "[rank0]:[W1104 15:22:31.713592185 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT "
+             "been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+             "destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare "
+             "cases this process can exit before this point and block the progress of another member of the process "
+             "group. This constraint has always been present,  but this warning has only been added since PyTorch 2.4 "
+             "(function operator())\n");
+  j = diagnose(quote((dir_ / "warn.log").string()), 3);
+  EXPECT_EQ(j["verdict"], "incomplete");
+  EXPECT_EQ(first_rule(j), "verdict.incomplete-warnings");
+  const std::string why = j["reasons"][0]["text"];
+  EXPECT_NE(why.find("no failure in this excerpt"), std::string::npos) << why;
+  EXPECT_NE(why.find("distributed.nccl.pg-not-destroyed-warning"), std::string::npos) << why;
+
+  // Plain text is still `unknown`.
+  write_file(dir_ / "hello.log", "hello\n");
+  j = diagnose(quote((dir_ / "hello.log").string()), 4);
+  EXPECT_EQ(j["verdict"], "unknown");
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ struct JobNumbers {
   // What was not read (input errors, a read limit reached, a truncated stream): a job
   // with any is never healthy (rule verdict.incomplete-input); also Diagnosis::errors.
   std::vector<std::string> unread;
+  // Lines that make the input a job's log even when nothing in it is an event or a
+  // progress line (rule verdict.incomplete-log-lines): with a rank prefix, with a time,
+  // that may start a traceback (or a launcher summary).
+  uint64_t lines_with_rank = 0, lines_with_time = 0, traceback_starts = 0;
   // The reasoning rules that apply (all, unless a test switches some off).
   RuleSwitches rules = RuleSwitches::from_environment();
 };

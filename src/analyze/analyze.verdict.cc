@@ -78,8 +78,80 @@ void summarise_series(const metrics::SeriesSet& set, const metrics::Aliases& ali
 
 }  // namespace
 
-// Step 5, numbers: a terminal loss scale or a loss that ends non-finite confirms a numerical
-// primary, or makes one when no error line says so; a transient loss scale is a note.
+namespace {
+
+// The words of a finding the numbers make (no error line says so): from the KB entry of
+// that id when there is one (a --kb entry may supply them), else the defaults here.
+struct SeriesWords {
+  const char* id;
+  const char* title;
+  const char* summary;
+  std::vector<std::string> fix;
+  const char* verify;
+};
+
+const SeriesWords& words_for(const std::string& verdict_id) {
+  static const SeriesWords kLossScale{
+      "series.loss-scale-terminal", "Dynamic loss scale collapsed (from the numbers in the log)",
+      "No error line says so, but the fp16 loss scale only falls this far when gradients overflow at every step.",
+      {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and gradient "
+       "clipping.",
+       "Switch to bf16 if the hardware supports it."},
+      "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient)."};
+  static const SeriesWords kNonFinite{
+      "series.non-finite", "Training numbers became NaN or infinite (from the numbers in the log)",
+      "No error line says so, but the run's own progress lines show the value non-finite to the last one logged: "
+      "the weights stop training (or are corrupted) from there.",
+      {"Resume from a checkpoint saved before the first non-finite step.",
+       "Lower the learning rate or add warm-up and gradient clipping; with fp16, prefer bf16 or check the loss "
+       "scaler."},
+      "Rerun from the checkpoint and check that loss and grad norm stay finite past the step named here."};
+  static const SeriesWords kSkipped{
+      "series.skipped-iterations", "Every iteration is skipped (from the numbers in the log)",
+      "No error line says so, but the framework counts every iteration of its last logging intervals as skipped: "
+      "the gradients overflow or are non-finite at each step, so the weights no longer change.",
+      {"Resume from a checkpoint saved before the skips began.",
+       "Lower the learning rate or add warm-up and gradient clipping; with fp16, prefer bf16."},
+      "Rerun from the checkpoint and check that the number of skipped iterations returns to 0."};
+  if (verdict_id == "loss-scale") return kLossScale;
+  if (verdict_id == "skipped") return kSkipped;
+  return kNonFinite;
+}
+
+Finding series_finding(Ctx& c, const Verdict& v) {
+  const SeriesWords& w = words_for(v.id);
+  const kb::Entry* e = c.kb.find(w.id);
+  Finding f;
+  f.id = w.id;
+  f.title = e ? e->title : w.title;
+  f.category = "numerical";
+  f.role = "root";
+  f.confidence = 0.7;
+  f.evidence = v.evidence;
+  if (v.rank) f.rank = v.rank;
+  // No KB entry can hold it yet (an entry needs a pattern a real program prints), so
+  // the words are here unless a --kb entry of this id supplies them.
+  f.summary = v.summary + ". " + (e ? e->summary : std::string(w.summary));
+  if (e) {
+    f.root_cause = e->root_cause;
+    f.fix = e->fix;
+    f.verify = e->verify;
+    f.verify_where = e->verify_where;
+    f.verify_expect = e->verify_expect;
+    for (const auto& r : e->references) f.references.push_back(r.url);
+  } else {
+    f.fix = w.fix;
+    f.verify = w.verify;
+  }
+  f.fingerprint = template_::fingerprint(f.id, "");
+  return f;
+}
+
+}  // namespace
+
+// Step 5, numbers: a terminal loss scale, a loss or grad norm that ends non-finite, or
+// every iteration skipped confirms a numerical primary, or makes one when no error line
+// says so; a transient loss scale is a note.
 void read_numbers(Ctx& c) {
   if (!c.numbers.series || !c.numbers.aliases) return;
   Diagnosis& d = c.d;
@@ -89,10 +161,12 @@ void read_numbers(Ctx& c) {
   const Verdict* terminal = nullptr;
   const Verdict* nonfinite = nullptr;
   const Verdict* transient = nullptr;
+  const Verdict* ends = nullptr;  // a loss or grad norm non-finite to the end, every iteration skipped
   for (const auto& v : d.verdicts) {
     if (v.id == "loss-scale" && v.verdict == "terminal") terminal = &v;
     if (v.id == "loss-scale" && v.verdict == "transient") transient = &v;
     if (v.id == "non-finite") nonfinite = &v;
+    if (!ends && (v.id == "ends-non-finite" || v.id == "skipped" || v.id == "nan-iterations")) ends = &v;
   }
   if (d.primary) {
     if (c.on(Rule::kSeriesConfirm) && d.primary->category == "numerical" && (terminal || nonfinite)) {
@@ -103,41 +177,16 @@ void read_numbers(Ctx& c) {
     return;
   }
   if (terminal && c.on(Rule::kSeriesTerminalLossScale)) {
-    // The finding's words come from the KB entry of the series rule when there is one.
-    constexpr const char* kEntry = "series.loss-scale-terminal";
-    const kb::Entry* e = c.kb.find(kEntry);
-    Finding f;
-    f.id = kEntry;
-    f.title = e ? e->title : "Dynamic loss scale collapsed (from the numbers in the log)";
-    f.category = "numerical";
-    f.role = "root";
-    f.confidence = 0.7;
-    f.evidence = terminal->evidence;
-    // No KB entry can hold it yet (an entry needs a pattern a real program prints), so
-    // the words are here unless a --kb entry of this id supplies them.
-    f.summary = terminal->summary + ". " +
-                (e ? e->summary
-                   : std::string("No error line says so, but the fp16 loss scale only falls this far when "
-                                 "gradients overflow at every step."));
-    if (e) {
-      f.root_cause = e->root_cause;
-      f.fix = e->fix;
-      f.verify = e->verify;
-      f.verify_where = e->verify_where;
-      f.verify_expect = e->verify_expect;
-      for (const auto& r : e->references) f.references.push_back(r.url);
-    } else {
-      f.fix = {
-          "Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and "
-          "gradient clipping.",
-          "Switch to bf16 if the hardware supports it."};
-      f.verify = "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient).";
-    }
-    f.fingerprint = template_::fingerprint(f.id, "");
-    d.primary = std::move(f);
+    d.primary = series_finding(c, *terminal);
+    d.primary->rank.reset();  // (the loss scale is all-reduced: the rank with most points says nothing)
+  } else if (ends && c.on(Rule::kSeriesEndsNonFinite)) {
+    d.primary = series_finding(c, *ends);
+    d.primary->confidence = 0.6;
   } else if (transient) {
     d.notes.push_back(transient->summary + ": normal for dynamic loss scaling at warm-up.");
   }
+  if (!d.primary && nonfinite && !ends)
+    d.notes.push_back(nonfinite->summary + ", finite again after it: an overflowing step that was skipped.");
 }
 
 namespace {
@@ -197,6 +246,39 @@ std::string ranks_phrase(int n) { return n == 1 ? "1 rank" : std::to_string(n) +
 void add_unread_reasons(Ctx& c) {
   for (const auto& u : c.numbers.unread)
     c.d.reasons.push_back({rule_name(Rule::kVerdictIncompleteInput), "not read: " + u, {}});
+}
+
+// No failure, and known warnings: named as benign here, with the first one's line.
+bool add_warnings_reason(Ctx& c) {
+  Diagnosis& d = c.d;
+  if (!c.on(Rule::kVerdictIncompleteWarnings) || d.symptoms.empty()) return false;
+  std::string names;
+  size_t n = 0;
+  for (const auto& s : d.symptoms) {
+    if (++n > 3) {
+      names += fmt_step(static_cast<double>(d.symptoms.size() - 3)) + " more";
+      break;
+    }
+    names += s.title + " (" + s.id + ")" + (n < d.symptoms.size() ? "; " : "");
+  }
+  d.reasons.push_back({rule_name(Rule::kVerdictIncompleteWarnings),
+                       "no failure in this excerpt; the warnings in it are known and benign here: " + names,
+                       d.symptoms.front().evidence.empty() ? std::nullopt
+                                                           : std::optional<Evidence>(d.symptoms.front().evidence.front())});
+  return true;
+}
+
+// No event and no progress line, but lines only a job's log has: what they are, in words.
+std::string log_lines_phrase(const JobNumbers& n) {
+  std::string out;
+  auto add = [&](uint64_t k, const char* what) {
+    if (k == 0) return;
+    out += (out.empty() ? "" : ", ") + fmt_step(static_cast<double>(k)) + " " + what;
+  };
+  add(n.traceback_starts, n.traceback_starts == 1 ? "traceback or launcher summary" : "tracebacks or launcher summaries");
+  add(n.lines_with_rank, n.lines_with_rank == 1 ? "line with a rank prefix" : "lines with a rank prefix");
+  add(n.lines_with_time, n.lines_with_time == 1 ? "timestamped log line" : "timestamped log lines");
+  return out;
 }
 
 }  // namespace
@@ -277,7 +359,18 @@ void decide_verdict(Ctx& c) {
                          "no failure, but the log stops short of the run's end: last progress: " + step + at + " on " +
                              (p.ranks > 1 ? "all " : "") + ranks_phrase(p.ranks),
                          {}});
+    add_warnings_reason(c);
     return;
+  }
+  if (c.on(Rule::kVerdictIncompleteLogLines) && c.events.empty() && !p.last_step) {
+    const std::string lines = log_lines_phrase(c.numbers);
+    if (!lines.empty()) {
+      d.verdict = VerdictKind::kIncomplete;
+      d.reasons.push_back({rule_name(Rule::kVerdictIncompleteLogLines),
+                           "no failure in this excerpt that any entry names, but it reads as a job's log: " + lines,
+                           {}});
+      return;
+    }
   }
   if (c.on(Rule::kVerdictUnknownEmpty) && c.events.empty() && !p.last_step) {
     d.verdict = VerdictKind::kUnknown;
@@ -288,6 +381,7 @@ void decide_verdict(Ctx& c) {
     return;
   }
   d.verdict = VerdictKind::kIncomplete;
+  if (add_warnings_reason(c)) return;
   d.reasons.push_back({"verdict.incomplete-excerpt", "the log shows neither a failure nor the run's end", {}});
 }
 

@@ -44,6 +44,9 @@ const std::vector<RuleInfo>& rules() {
        "a terminal loss scale or a non-finite loss confirms a numerical primary"},
       {Rule::kSeriesTerminalLossScale, "series.loss-scale-terminal",
        "a loss scale halving to its floor is a numerical failure even without an error line"},
+      {Rule::kSeriesEndsNonFinite, "series.ends-non-finite",
+       "a loss or grad norm non-finite to the last value logged, every iteration skipped, or nan iterations in the "
+       "last interval is a numerical failure even without an error line"},
       {Rule::kVerdictDegradedSymptoms, "verdict.degraded-symptoms",
        "no failure, but warnings of error severity: degraded"},
       {Rule::kVerdictDegradedRecovered, "verdict.degraded-recovered",
@@ -58,6 +61,10 @@ const std::vector<RuleInfo>& rules() {
        "every rank's last step reaches the stated total (step 80/80): healthy"},
       {Rule::kVerdictIncompleteShort, "verdict.incomplete-short",
        "progress stops short of the stated total, or no end is shown: incomplete"},
+      {Rule::kVerdictIncompleteWarnings, "verdict.incomplete-warnings",
+       "no failure, only warnings the KB knows: incomplete, the warnings named as benign here"},
+      {Rule::kVerdictIncompleteLogLines, "verdict.incomplete-log-lines",
+       "no event and no progress line, but rank prefixes, timestamps or a traceback: a job's log, incomplete"},
       {Rule::kVerdictUnknownEmpty, "verdict.unknown-empty",
        "no line reads as a job log (no event, no progress line): unknown"},
   };

@@ -40,6 +40,7 @@ enum class Rule : uint8_t {
   // Numbers
   kSeriesConfirm,            // a terminal series confirms a numerical primary
   kSeriesTerminalLossScale,  // a collapsed loss scale is a failure without an error line
+  kSeriesEndsNonFinite,      // a loss or grad norm non-finite to the end, every step skipped: a failure
   // Verdict
   kVerdictDegradedSymptoms,   // error-severity warnings while no failure: degraded
   kVerdictDegradedRecovered,  // errors recovered from more than once: degraded
@@ -48,6 +49,8 @@ enum class Rule : uint8_t {
   kVerdictHealthyCompletion,  // a completion line of the framework: healthy
   kVerdictHealthyFinalStep,   // the last step reaches the stated total: healthy
   kVerdictIncompleteShort,    // progress stops short of the total: incomplete
+  kVerdictIncompleteWarnings,  // only known warnings, no failure: incomplete, the warnings named benign
+  kVerdictIncompleteLogLines,  // no event, but lines a log has (rank prefixes, tracebacks, levels): incomplete
   kVerdictUnknownEmpty,       // no events and no progress: unknown
   kCount
 };

@@ -1,5 +1,6 @@
 // Trend verdicts over metric series: transient vs terminal loss scale, bounded vs
-// unbounded grad norm, the first non-finite value, loss spikes, per-rank step-time
+// unbounded grad norm, the first non-finite value, a loss or grad norm that ends
+// non-finite, every iteration skipped, loss spikes, per-rank step-time
 // outliers, a stall at the end of the log, a throughput drop.
 #include <fmt/format.h>
 
@@ -60,8 +61,8 @@ const Series* main_series(const metrics::SeriesSet& set, metrics::MetricId id, i
 
 }  // namespace
 
-// Long because each verdict (loss scale, grad norm, non-finite, spike, straggler, stall,
-// throughput) is a short block over the same series and the same evidence helper, in the
+// Long because each verdict (loss scale, non-finite, skipped, grad norm, spike, straggler,
+// stall, throughput) is a short block over the same series and the same evidence helper, in the
 // order the report lists them; FIXME: one function per verdict would read better.
 std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::Aliases& aliases,
                                   const std::vector<SourceSummary>& sources, int64_t last_time_us,
@@ -159,6 +160,75 @@ std::vector<Verdict> judge_series(const metrics::SeriesSet& set, const metrics::
       v.evidence.push_back(point_evidence(first->first_nonfinite, first->nonfinite_text, sources, first_rank));
       out.push_back(std::move(v));
     }
+  }
+
+  // A loss or grad norm that ends non-finite: the last value logged is nan or inf (a
+  // non-finite value followed by finite ones is an overflowing step that was skipped).
+  // The evidence is where the final non-finite run began when the kept points show it.
+  for (const char* name : {"loss", "grad_norm"}) {
+    const metrics::MetricId id = aliases.id(name);
+    const Series* end = nullptr;
+    int end_rank = -1;
+    for (const auto& [key, s] : set.all()) {
+      if (key.first != id || !s.has_nonfinite || std::isfinite(s.last.value)) continue;
+      if (!end || s.first_nonfinite.step < end->first_nonfinite.step) end = &s, end_rank = key.second;
+    }
+    if (!end) continue;
+    const bool all_after = std::none_of(end->points.begin(), end->points.end(), [&](const Point& p) {
+      return p.step >= end->first_nonfinite.step && std::isfinite(p.value);
+    });
+    Verdict v;
+    v.id = "ends-non-finite";
+    v.verdict = "terminal";
+    v.metric = name;
+    if (end_rank >= 0) v.rank = end_rank;
+    const Point& at = all_after ? end->first_nonfinite : end->last;
+    v.step = at.step;
+    v.summary = fmt::format("{} non-finite from step {} to the last logged ({} = {})", name, fmt_num(at.step),
+                            name, fmt_num(end->last.value));
+    v.evidence.push_back(point_evidence(at, all_after ? end->nonfinite_text : std::string(), sources, end_rank));
+    out.push_back(std::move(v));
+    break;
+  }
+
+  // Megatron's "number of skipped iterations" (per logging interval) and "number of nan
+  // iterations": every iteration of the last two intervals skipped, or nan iterations in
+  // the last one, is a run that no longer trains.
+  if (const Series* s = main_series(set, aliases.id("skipped"), &rank); s && s->points.size() >= 3) {
+    const auto& pts = s->points;
+    const size_t n = pts.size();
+    auto all_skipped = [&](size_t i) {
+      const double d = pts[i].step - pts[i - 1].step;
+      return d > 0 && std::isfinite(pts[i].value) && pts[i].value >= d;
+    };
+    if (all_skipped(n - 1) && all_skipped(n - 2)) {
+      size_t from = n - 2;
+      while (from > 1 && all_skipped(from - 1)) --from;
+      Verdict v;
+      v.id = "skipped";
+      v.verdict = "every-step";
+      v.metric = "skipped";
+      if (rank >= 0) v.rank = rank;
+      v.step = pts[from - 1].step;
+      v.summary = fmt::format("every iteration skipped from step {} to {}, the last logged", fmt_num(pts[from - 1].step),
+                              fmt_num(pts[n - 1].step));
+      // The points keep no text: the line is the evidence.
+      v.evidence.push_back(point_evidence(pts[from], std::string(), sources, rank));
+      out.push_back(std::move(v));
+    }
+  }
+  if (const Series* s = main_series(set, aliases.id("nan_iterations"), &rank);
+      s && std::isfinite(s->last.value) && s->last.value > 0) {
+    Verdict v;
+    v.id = "nan-iterations";
+    v.verdict = "terminal";
+    v.metric = "nan_iterations";
+    if (rank >= 0) v.rank = rank;
+    v.step = s->last.step;
+    v.summary = fmt::format("{} iterations with a non-finite loss in the last logging interval (to step {})",
+                            fmt_num(s->last.value), fmt_num(s->last.step));
+    v.evidence.push_back(point_evidence(s->last, std::string(), sources, rank));
+    out.push_back(std::move(v));
   }
 
   // Grad norm: bounded, or growing without bound (late values far above early ones).

@@ -100,6 +100,11 @@ bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector
   numbers.last_time_us = stats.last_time_us;
   numbers.last_time_clock = stats.last_time_clock;
   for (const auto& e : errors) numbers.unread.push_back(e.to_string());
+  for (const auto& s : stats.sources) {
+    numbers.lines_with_rank += s.lines_with_rank;
+    numbers.lines_with_time += s.lines_with_time;
+    numbers.traceback_starts += s.traceback_starts;
+  }
   // The long-tail guess asks for the closest entries by words: the encyclopedia's search
   // over the loaded KB, its index built only when a failure line no entry names is the primary.
   std::optional<site::KeywordIndex> index;

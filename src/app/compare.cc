@@ -97,6 +97,11 @@ analyze::Diagnosis diagnose_inputs(const Loaded& loaded, const std::vector<std::
   numbers.last_time_clock = stats.last_time_clock;
   numbers.seen_in_control = std::move(seen_in_control);
   for (const auto& e : stats.errors) numbers.unread.push_back(e.to_string());
+  for (const auto& s : stats.sources) {
+    numbers.lines_with_rank += s.lines_with_rank;
+    numbers.lines_with_time += s.lines_with_time;
+    numbers.traceback_starts += s.traceback_starts;
+  }
   analyze::Diagnosis d = analyze::diagnose(sink.events, summarise_sources(stats), *loaded.kb, numbers);
   d.notes.insert(d.notes.end(), stats.notes.begin(), stats.notes.end());
   quote_suggested_commands(d);

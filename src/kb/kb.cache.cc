@@ -57,7 +57,7 @@ void fields(auto& io, Is<PrefixFormat> auto& f) { io(f.id, f.regex, f.consume, f
 void fields(auto& io, Is<ExceptionRule> auto& r) { io(r.type, r.category); }
 void fields(auto& io, Is<FrameRule> auto& r) { io(r.path, r.category); }
 void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
-void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.units, m.total_of); }
+void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.event_keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
   io(kb.entries, kb.prefixes, kb.source_names, kb.exceptions, kb.frames, kb.metric_specs, kb.exception_default_category,
      kb.teardown_exceptions, kb.library_frames, kb.lint);

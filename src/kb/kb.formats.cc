@@ -73,6 +73,7 @@ void parse_metrics(FileChecker& c, const YAML::Node& doc, std::vector<MetricSpec
     MetricSpec m;
     m.name = c.str(ms[i], "name", true);
     m.keys = c.list(ms[i], "keys", false);
+    m.event_keys = c.list(ms[i], "event_keys", false);
     if (YAML::Node us = ms[i]["units"]; us && us.IsSequence()) {
       for (size_t j = 0; j < us.size(); ++j) {
         if (us[j].IsScalar()) {
@@ -85,7 +86,8 @@ void parse_metrics(FileChecker& c, const YAML::Node& doc, std::vector<MetricSpec
       }
     }
     m.total_of = c.str(ms[i], "total_of", false);
-    if (m.keys.empty() && m.units.empty() && m.total_of.empty()) c.fail(ms[i], field, "needs keys, units or total_of");
+    if (m.keys.empty() && m.event_keys.empty() && m.units.empty() && m.total_of.empty())
+      c.fail(ms[i], field, "needs keys, event_keys, units or total_of");
     put_replacing(into, std::move(m), &MetricSpec::name);
   }
 }

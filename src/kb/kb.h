@@ -199,6 +199,9 @@ struct MetricUnit {
 struct MetricSpec {
   std::string name;
   std::vector<std::string> keys;
+  // Keys of a message that reports one event of the metric ("reducing loss scale to":
+  // an fp16 overflow that skipped a step): a line with one is read without a step or a loss.
+  std::vector<std::string> event_keys;
   std::vector<MetricUnit> units;
   // The metric is the total after another metric's slash ("step 16/80": total_of step):
   // how far the run means to go, so a log that stops short of it is incomplete.

@@ -75,9 +75,14 @@ const std::pair<MetricId, double>* Aliases::Table::find(std::string_view key) co
 
 const std::pair<MetricId, double>* Aliases::Table::find_lower(std::string_view key) const { return probe<true>(key); }
 
-MetricId Aliases::by_key_any_case(std::string_view key) const {
+MetricId Aliases::key_any_case(std::string_view key) const {
   auto* v = keys_.find_lower(key);
   return v ? v->first : kNoMetric;
+}
+
+MetricId Aliases::by_key_any_case(std::string_view key) const {
+  auto* v = keys_.find_lower(key);
+  return v ? static_cast<MetricId>(v->first & ~kEventKey) : kNoMetric;
 }
 
 Aliases Aliases::from_kb(const std::vector<kb::MetricSpec>& specs) {
@@ -89,6 +94,11 @@ Aliases Aliases::from_kb(const std::vector<kb::MetricSpec>& specs) {
     for (const auto& k : s.keys) {
       std::string lk = to_lower(k);
       a.keys_.insert(lk, id, 1.0);
+      a.max_key_ = std::max(a.max_key_, lk.size());
+    }
+    for (const auto& k : s.event_keys) {
+      std::string lk = to_lower(k);
+      a.keys_.insert(lk, static_cast<MetricId>(id | kEventKey), 1.0);
       a.max_key_ = std::max(a.max_key_, lk.size());
     }
     for (const auto& u : s.units) a.units_.insert(u.unit, id, u.scale);
@@ -103,7 +113,7 @@ Aliases Aliases::from_kb(const std::vector<kb::MetricSpec>& specs) {
 
 MetricId Aliases::by_key(std::string_view key) const {
   auto* v = keys_.find(key);
-  return v ? v->first : kNoMetric;
+  return v ? static_cast<MetricId>(v->first & ~kEventKey) : kNoMetric;
 }
 
 MetricId Aliases::by_unit(std::string_view unit) const {

@@ -42,6 +42,12 @@ class Aliases {
   MetricId by_key(std::string_view lowercase_key) const;
   MetricId by_unit(std::string_view unit) const;
   MetricId by_key_any_case(std::string_view key) const;  // by_key(to_lower(key))
+  // A key of an event message (kb::MetricSpec::event_keys: "reducing loss scale to") is
+  // kept with this bit set in its id: a line with one is a progress line without a step
+  // or a loss. (kNoMetric has it too: test for kNoMetric first.)
+  static constexpr MetricId kEventKey = 0x8000;
+  // by_key_any_case with kEventKey set on an event message's key.
+  MetricId key_any_case(std::string_view key) const;
   // The (metric, scale) of a unit, or nullptr; empty_unit() is unit_entry("").
   const std::pair<MetricId, double>* unit_entry(std::string_view unit) const { return units_.find(unit); }
   const std::pair<MetricId, double>* empty_unit() const { return has_empty_unit_ ? &empty_unit_ : nullptr; }
@@ -97,13 +103,15 @@ struct Sample {
 
 struct ProgressLine {
   bool has_step = false;
+  bool event = false;  // it reads an event message's key (Aliases::kEventKey)
   double step = 0;
   std::vector<Sample> samples;  // without the step
   uint32_t shape = 0;           // ProgressParser::known: the id of the kept shape the line has
 };
 
-// True when the line is a progress line: it has a step (step/iteration key) or a loss,
-// plus at least one other metric. Config dumps ("lr=0.5 steps=80") are not.
+// True when the line is a progress line: it has a step (step/iteration key), a loss or an
+// event message's key, plus at least one other metric (the event's own value counts).
+// Config dumps ("lr=0.5 steps=80") are not.
 bool parse_progress_line(std::string_view message, const Aliases& aliases, ProgressLine& out);
 
 // parse_progress_line, with the same results, faster on the lines a training loop prints
@@ -130,6 +138,8 @@ class ProgressParser {
   struct Slot {
     uint32_t lit_len;  // text before this number
     MetricId metric;   // kNoMetric: a number nothing names (still read, to find its end)
+    bool stands;       // the metric makes the line a progress line: the loss, or an event's key
+    bool event;        // an event message's key
     double scale;
     // The number this slot read last, to reuse when the same text comes again (a step,
     // a learning rate, a loss scale repeat from line to line): its bytes and the three

@@ -195,6 +195,12 @@ size_t read_number(std::string_view s, size_t i, double& v) {
   return static_cast<size_t>(r.ptr - (s.data() + i));
 }
 
+// The number read at s[i] is a word (nan, inf, -Infinity), not digits.
+inline bool is_word_number(std::string_view s, size_t i) {
+  const char c = s[i];
+  return c != '.' && !is_digit(c) && !((c == '-' || c == '+') && i + 1 < s.size() && (is_digit(s[i + 1]) || s[i + 1] == '.'));
+}
+
 // The key before a number: the text back to the previous separator or number, with
 // ':' '=' quotes and spaces trimmed ("lm loss", "learning_rate"), not yet lower-cased.
 std::string_view key_before(std::string_view s, size_t num_start, size_t floor) {
@@ -211,12 +217,12 @@ std::string_view key_before(std::string_view s, size_t num_start, size_t floor) 
   return k;
 }
 
-// The metric a key names (keys are matched lower-cased). A key that names none after a
-// colon is read from there: "train: step", "Epoch 3: loss" (a logger's or a phase's name
-// before it).
+// The metric a key names (keys are matched lower-cased), with Aliases::kEventKey set for
+// an event message's key. A key that names none after a colon is read from there:
+// "train: step", "Epoch 3: loss" (a logger's or a phase's name before it).
 MetricId metric_of_key(const Aliases& a, std::string_view key) {
   if (key.size() <= a.max_key_size()) {
-    if (const MetricId m = a.by_key_any_case(key); m != kNoMetric) return m;
+    if (const MetricId m = a.key_any_case(key); m != kNoMetric) return m;
   }
   const size_t colon = key.rfind(':');
   if (colon == std::string_view::npos) return kNoMetric;
@@ -271,14 +277,15 @@ size_t number_reach(std::string_view s, size_t i) {
   return std::min(s.size(), std::max(word_end, k + 1));
 }
 
-// The tokeniser. `on_token(start, end, metric, scale)` hears of every number it takes
-// (metric kNoMetric when nothing names it), `on_look(from, to)` of the bytes it looked
+// The tokeniser. `on_token(start, end, metric, scale, event)` hears of every number it
+// takes (metric kNoMetric when nothing names it; event: an event message's key named it), `on_look(from, to)` of the bytes it looked
 // at to decide something other than a number it took; ProgressParser builds shapes from
 // them. Long because it is one pass over the line with all its state in locals: it runs
 // for every progress line, and its callers inline it with their callbacks.
 template <typename OnToken, typename OnLook>
 bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&& on_token, OnLook&& on_look) {
   out.has_step = false;
+  out.event = false;
   out.samples.clear();
   bool has_loss = false;
   const MetricId loss = a.loss();
@@ -304,7 +311,12 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     std::string_view key = key_before(s, i, floor);
     MetricId m = kNoMetric;
     double scale = 1.0;
+    bool event = false;
     if (!key.empty()) m = metric_of_key(a, key);
+    if (m != kNoMetric && (m & Aliases::kEventKey)) {
+      event = true;
+      m = static_cast<MetricId>(m & ~Aliases::kEventKey);
+    }
     // A step followed by "/total": the total is a token of its own (below), so nothing
     // here may look past the slash, or a kept shape would depend on the total's digits.
     const bool step_of_total =
@@ -324,6 +336,13 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
     if (m == kNoMetric && !unit.empty()) {
       m = unit_metric;
       scale = unit_scale;
+    }
+    // "nan" or "inf" as a word that no key or unit names is a word of the text, not a
+    // value ("number of nan iterations: 0"): the key of the next number reaches over it.
+    if (m == kNoMetric && is_word_number(s, i)) {
+      on_look(i, number_reach(s, i));
+      ++i;
+      continue;
     }
     // "step 12/60", "iteration 100/ 500000": the total after the slash is not a value of
     // the key; after a step it is the run's total (Aliases::step_total), a token of its own.
@@ -350,7 +369,8 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
         }
       } else {
         out.samples.push_back({m, v * scale});
-        if (m == loss) has_loss = true;
+        if (m == loss || event) has_loss = true;
+        out.event = out.event || event;
       }
       if (m == unit_metric) next = ue;  // the unit was consumed
     }
@@ -359,10 +379,10 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
       size_t close = s.find(']', next);
       if (close != std::string_view::npos) next = close + 1;
     }
-    on_token(i, end, m, scale);
+    on_token(i, end, m, scale, event);
     if (total_n > 0) {
       out.samples.push_back({a.step_total(), total});
-      on_token(total_at, total_at + total_n, a.step_total(), 1.0);
+      on_token(total_at, total_at + total_n, a.step_total(), 1.0, false);
     }
     floor = next;
     i = next;
@@ -374,7 +394,7 @@ bool tokenise(std::string_view s, const Aliases& a, ProgressLine& out, OnToken&&
 
 bool parse_progress_line(std::string_view s, const Aliases& a, ProgressLine& out) {
   return tokenise(
-      s, a, out, [](size_t, size_t, MetricId, double) {}, [](size_t, size_t) {});
+      s, a, out, [](size_t, size_t, MetricId, double, bool) {}, [](size_t, size_t) {});
 }
 
 // A shape is a progress line with its numbers taken out: the text around them and, per
@@ -420,6 +440,7 @@ inline bool same_bytes(const char* a, const char* b, size_t n) {
 
 bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out) {
   out.has_step = false;
+  out.event = false;
   out.samples.clear();
   bool has_loss = false;
   size_t pos = 0, lit = 0;
@@ -459,7 +480,11 @@ bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out)
         k.memo_value = v;
       }
     }
-    if (k.metric != kNoMetric) {
+    if (k.metric == kNoMetric) {
+      // The tokeniser takes a word no key names for text ("number of nan iterations"):
+      // this shape, built on a number there, does not hold the line.
+      if (is_word_number(s, pos)) return false;
+    } else {
       if (k.metric == a_.step()) {
         if (!out.has_step && std::isfinite(v)) {
           out.has_step = true;
@@ -467,7 +492,10 @@ bool ProgressParser::try_shape(Shape& sh, std::string_view s, ProgressLine& out)
         }
       } else {
         out.samples.push_back({k.metric, v * k.scale});
-        if (k.metric == a_.loss()) has_loss = true;
+        if (k.stands) {
+          has_loss = true;
+          out.event = out.event || k.event;
+        }
       }
     }
     pos += n;
@@ -502,8 +530,9 @@ bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
   looks_.clear();
   bool ok = tokenise(
       s, a_, out,
-      [&](size_t start, size_t end, MetricId m, double scale) {
-        sh.slots.push_back({static_cast<uint32_t>(start - last), m, scale});
+      [&](size_t start, size_t end, MetricId m, double scale, bool event) {
+        const bool stands = event || (m != kNoMetric && m == a_.loss());
+        sh.slots.push_back({static_cast<uint32_t>(start - last), m, stands, event, scale});
         sh.text.append(s.substr(last, start - last));
         starts_.push_back(start);
         last = end;

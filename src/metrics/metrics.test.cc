@@ -1,6 +1,7 @@
 #include "metrics/metrics.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <algorithm>
@@ -28,6 +29,51 @@ std::map<std::string, double> parse(std::string_view line, double* step = nullpt
   for (const auto& s : p.samples) m[aliases().name(s.metric)] = s.value;
   if (step) *step = p.has_step ? p.step : -1;
   return m;
+}
+
+// Issue 30, mechanism 4: the examples of kb/formats/metrics.yaml (lines as the Trainer,
+// apex, fairseq, Megatron and Lightning print them, from their format strings) read as
+// they say, by the tokeniser and again through a kept shape.
+TEST(Progress, TheFormatsExamplesReadAsTheySay) {
+  const YAML::Node doc = YAML::LoadFile(std::string(FF_SOURCE_DIR) + "/kb/formats/metrics.yaml");
+  ASSERT_TRUE(doc["examples"].IsSequence());
+  ASSERT_GE(doc["examples"].size(), 10u);
+  for (const YAML::Node& ex : doc["examples"]) {
+    const std::string line = ex["line"].as<std::string>();
+    ASSERT_TRUE(ex["source"]) << line;
+    double step = -1;
+    std::map<std::string, double> got = parse(line, &step);
+    EXPECT_EQ(step, ex["step"] ? ex["step"].as<double>() : -1.0) << line;
+    for (const auto& kv : ex["reads"]) {
+      const std::string name = kv.first.as<std::string>(), want = kv.second.as<std::string>();
+      ASSERT_TRUE(got.count(name)) << line << ": no " << name;
+      if (want == "nan")
+        EXPECT_TRUE(std::isnan(got[name])) << line << ": " << name;
+      else
+        EXPECT_DOUBLE_EQ(got[name], std::stod(want)) << line << ": " << name;
+    }
+    // A kept shape reads the line again as the tokeniser did (a line whose words were
+    // decided by looking into a later number keeps no shape: the timestamped one).
+    ProgressParser pp(aliases());
+    ProgressLine first, again;
+    ASSERT_TRUE(pp.parse(line, first)) << line;
+    if (pp.known(line, again)) {
+      EXPECT_EQ(again.samples.size(), first.samples.size()) << line;
+      EXPECT_EQ(again.event, first.event) << line;
+      EXPECT_EQ(again.has_step, first.has_step) << line;
+    }
+  }
+}
+
+// An event message's key alone makes a progress line (an overflow's new loss scale); the
+// same key's words in a config dump do not make "loss_scale=0" one.
+TEST(Progress, AnEventMessageStandsWithoutAStepOrALoss) {
+  ProgressLine p;
+  ASSERT_TRUE(parse_progress_line("Gradient overflow.  Skipping step, reducing loss scale to 512.0", aliases(), p));
+  EXPECT_TRUE(p.event);
+  EXPECT_FALSE(p.has_step);
+  EXPECT_FALSE(parse_progress_line("fp16: loss_scale=0 initial_scale_power=16", aliases(), p));
+  EXPECT_EQ(aliases().by_key("reducing loss scale to"), aliases().id("loss_scale"));
 }
 
 // The number reader (eight bytes at a time, or digit by digit, or from_chars) gives

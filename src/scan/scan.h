@@ -93,6 +93,7 @@ struct SourceStats : record::SourceSummary {
   uint64_t lines_cut = 0;  // longer than the line limit
   uint64_t lines_with_rank = 0;
   uint64_t lines_with_time = 0;
+  uint64_t traceback_starts = 0;  // lines that may start a traceback, or a launcher summary's header
   uint64_t events_dropped = 0;  // over the per-pattern cap
   // Defaults for lines of this source, read from its name (kb/formats/sources.yaml):
   // a torchrun --log_dir path gives the local rank, "node-12.log" the node.

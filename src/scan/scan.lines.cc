@@ -84,6 +84,7 @@ void LineWorker::run(Chunk& c) {
       r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
     bool mark = (!known || shape_may_mark(progress_.shape)) &&
                 (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
+    r.traceback_starts += mark;
     if (joined) {
       // Matched below, all lines in one pass.
       joined_.append(rec.message);

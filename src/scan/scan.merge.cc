@@ -151,6 +151,7 @@ void Merger::lines(Chunk& c) {
   }
   stats().lines_with_rank += r.lines_with_rank;
   stats().lines_with_time += r.lines_with_time;
+  stats().traceback_starts += r.traceback_starts;
   for (int rank : r.ranks_seen) {
     if (ranks_seen_.size() < kMaxRanksTracked) ranks_seen_.insert(rank);
   }

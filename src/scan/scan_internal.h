@@ -170,6 +170,7 @@ struct ChunkResult {
   std::vector<Fact> facts;      // in line order
   uint64_t lines_with_rank = 0;
   uint64_t lines_with_time = 0;
+  uint64_t traceback_starts = 0;
   std::vector<int> ranks_seen;                      // distinct ranks, in first-seen order
   std::vector<int> name_ranks;                      // distinct ranks on lines that do not name their node
   std::vector<std::pair<int, TimeMark>> last_time;  // per rank, its last time in the chunk
@@ -185,7 +186,7 @@ struct ChunkResult {
     marks.clear();
     hits.clear();
     facts.clear();
-    lines_with_rank = lines_with_time = 0;
+    lines_with_rank = lines_with_time = traceback_starts = 0;
     ranks_seen.clear();
     name_ranks.clear();
     last_time.clear();
