@@ -100,8 +100,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
 // Part of the cache's key (load() hashes it first) and checked in the file.
 // 6: checksums of the two sections after the key; 7: precedence, teardown exceptions,
 // total_of and the completion role; 8: library_frames; 9: a pattern's sources and source_note;
-// 10: the page (verify's where and expect, transience_rule, faq, code_examples_note) and lint data.
-inline constexpr const char* kCacheVersion = "kbcache-10";
+// 10: the page (verify's where and expect, transience_rule, faq, code_examples_note) and lint data;
+// 11: tolerant framing (a prefix format's glued and end, the glue residues), identity lines and rank headers.
+inline constexpr const char* kCacheVersion = "kbcache-11";
 
 // The cached model and its files' errors, or false when the file is missing, damaged,
 // short, or of another version or key; `with_pages` decodes the page fields too.

@@ -301,6 +301,74 @@ void clear_parsed_fields(Record& rec) {
 }  // namespace
 
 void PrefixParser::parse(std::string_view line, Record& rec) const {
+  parse_prefixes(line, rec);
+  if (!impl_->residues.empty() || !impl_->glued.empty()) unglue(rec);
+}
+
+namespace {
+
+inline bool blank(char c) { return c == ' ' || c == '\t'; }
+
+}  // namespace
+
+// Tolerant framing: the message proper starts after a residue (its `end`, then a byte
+// that is not blank, and the residue's regex matching all that comes before), or at a
+// `[` right after a byte that is not blank where a `glued` format matches and text
+// follows. A few candidates a line at most (a hostile line of brackets stays cheap).
+void PrefixParser::unglue(Record& rec) const {
+  const Impl& impl = *impl_;
+  const std::string_view msg = rec.message;
+  constexpr int kTries = 4;
+  size_t start = std::string_view::npos;
+  for (const Impl::Residue& r : impl.residues) {
+    size_t from = 0;
+    for (int t = 0; t < kTries && start == std::string_view::npos; ++t) {
+      const size_t p = msg.find(r.end, from);
+      if (p == std::string_view::npos) break;
+      const size_t e = p + r.end.size();
+      if (e < msg.size() && !blank(msg[e]) && RE2::FullMatch(re2::StringPiece(msg.data(), e), *r.re)) start = e;
+      from = p + 1;
+    }
+    if (start != std::string_view::npos) break;
+  }
+  if (start == std::string_view::npos && !impl.glued.empty()) {
+    size_t from = 1;
+    for (int t = 0; t < kTries && start == std::string_view::npos; ++t) {
+      const size_t p = msg.find('[', from);
+      if (p == std::string_view::npos) break;
+      from = p + 1;
+      if (blank(msg[p - 1])) continue;
+      for (uint16_t i : impl.glued) {
+        FormatMatch m;
+        if (impl.match(impl.formats[i], msg.substr(p), m, Matchers::kFast) && m.length > 0 &&
+            p + m.length < msg.size()) {
+          start = p;
+          break;
+        }
+      }
+    }
+  }
+  if (start == std::string_view::npos) return;
+  Record inner;
+  parse_rounds(msg.substr(start), inner, nullptr);
+  if (rec.rank < 0) rec.rank = inner.rank;
+  if (rec.local_rank < 0) rec.local_rank = inner.local_rank;
+  if (rec.pid < 0) rec.pid = inner.pid;
+  if (rec.gpu < 0) rec.gpu = inner.gpu;
+  if (rec.node.empty()) rec.node = inner.node;
+  if (rec.program.empty()) rec.program = inner.program;
+  if (rec.time_us == kNoTime && inner.time_us != kNoTime) {
+    rec.time_us = inner.time_us;
+    rec.clock = inner.clock;
+    rec.time_subsecond = inner.time_subsecond;
+    rec.time_text = inner.time_text;
+  }
+  if (!rec.level) rec.level = inner.level;
+  if (rec.prefix_id.empty()) rec.prefix_id = inner.prefix_id;
+  rec.message = inner.message;
+}
+
+void PrefixParser::parse_prefixes(std::string_view line, Record& rec) const {
   clear_parsed_fields(rec);
   rec.text = line;
   if (!impl_->use_fast) {
