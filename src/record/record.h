@@ -16,6 +16,7 @@
 // joiners and trackers belong to one source being read by one thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -203,7 +204,9 @@ class LineIdentity {
   // The rank the writer of this message states it is, or -1.
   int writer_rank(std::string_view message) const;
   // Cheap: whether the message starts as a rank header does (then header_rank decides).
-  bool may_be_header(std::string_view message) const;
+  bool may_be_header(std::string_view message) const {
+    return !message.empty() && header_first_[static_cast<unsigned char>(message[0])] && may_be_header_slow(message);
+  }
   // The rank a header line names for the traceback below it, or -1.
   int header_rank(std::string_view message) const;
   // The samples that do not read as declared ("id: sample").
@@ -213,7 +216,9 @@ class LineIdentity {
   LineIdentity();
   struct Rule;
   static int read(const Rule& r, std::string_view message, bool anchored);
+  bool may_be_header_slow(std::string_view message) const;
   std::vector<Rule> writers_, headers_;
+  std::array<bool, 256> header_first_{};  // the first bytes of the headers' leading literals
 };
 
 // Parses a time text in the given format ("iso", "glog", "syslog", "dmesg", "hms",

@@ -60,6 +60,13 @@ Result<std::unique_ptr<LineIdentity>> LineIdentity::create(const std::vector<kb:
       into->push_back(std::move(r));
     }
   }
+  for (const Rule& r : li->headers_) {
+    if (r.lead.empty()) {
+      li->header_first_.fill(true);  // a header without a leading literal: every line may be one
+    } else {
+      li->header_first_[static_cast<unsigned char>(r.lead[0])] = true;
+    }
+  }
   return li;
 }
 
@@ -83,7 +90,7 @@ int LineIdentity::writer_rank(std::string_view message) const {
   return -1;
 }
 
-bool LineIdentity::may_be_header(std::string_view message) const {
+bool LineIdentity::may_be_header_slow(std::string_view message) const {
   for (const Rule& r : headers_) {
     if (starts_with(message, r.lead)) return true;
   }

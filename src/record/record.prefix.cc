@@ -64,8 +64,11 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
                         "glue residue " + g.id + (r.end.empty() ? " has no end" : " does not compile: " + r.re->error()),
                         {"formats", g.line, g.id});
     }
+    if (p->impl_->glue_bytes.find(r.end[0]) == std::string::npos) p->impl_->glue_bytes.push_back(r.end[0]);
     p->impl_->residues.push_back(std::move(r));
   }
+  if (!p->impl_->glued.empty() && p->impl_->glue_bytes.find('[') == std::string::npos)
+    p->impl_->glue_bytes.push_back('[');
   // The first-byte table. Every text a format matches lies in [min, max] of
   // PossibleMatchRange, so its first byte lies in [min[0], max[0]]. A format that can
   // match the empty string constrains nothing, unless it consumes (an empty match of a

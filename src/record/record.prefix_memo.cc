@@ -3,6 +3,9 @@
 // lines (PrefixShape), replayed on a line that differs from one of them only in digits.
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "record/record_internal.h"
 
@@ -300,16 +303,44 @@ void clear_parsed_fields(Record& rec) {
 
 }  // namespace
 
-void PrefixParser::parse(std::string_view line, Record& rec) const {
-  parse_prefixes(line, rec);
-  if (!impl_->residues.empty() || !impl_->glued.empty()) unglue(rec);
-}
-
 namespace {
 
 inline bool blank(char c) { return c == ' ' || c == '\t'; }
 
+// Whether s holds one of `bytes` (at most three are compared sixteen at a time; more, and
+// the answer is yes).
+bool holds_any(std::string_view s, const std::string& bytes) {
+  if (bytes.empty()) return false;
+  if (bytes.size() > 3) return true;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(bytes[0]);
+  const __m128i b = _mm_set1_epi8(bytes.size() > 1 ? bytes[1] : bytes[0]);
+  const __m128i c = _mm_set1_epi8(bytes.size() > 2 ? bytes[2] : bytes[0]);
+  auto any16 = [&](const char* p) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, a), _mm_cmpeq_epi8(w, b)), _mm_cmpeq_epi8(w, c));
+    return _mm_movemask_epi8(hit) != 0;
+  };
+  for (; i + 16 <= s.size(); i += 16) {
+    if (any16(s.data() + i)) return true;
+  }
+  // The last bytes: the sixteen that end the text (read again in part), when there are.
+  if (i < s.size() && s.size() >= 16) return any16(s.data() + s.size() - 16);
+#endif
+  const char x = bytes[0], y = bytes.size() > 1 ? bytes[1] : x, z = bytes.size() > 2 ? bytes[2] : x;
+  for (; i < s.size(); ++i) {
+    if (s[i] == x || s[i] == y || s[i] == z) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+void PrefixParser::parse(std::string_view line, Record& rec) const {
+  parse_prefixes(line, rec);
+  if (holds_any(rec.message, impl_->glue_bytes)) unglue(rec);
+}
 
 // Tolerant framing: the message proper starts after a residue (its `end`, then a byte
 // that is not blank, and the residue's regex matching all that comes before), or at a

@@ -88,6 +88,9 @@ struct PrefixParser::Impl {
   };
   std::vector<Residue> residues;
   std::vector<uint16_t> glued;
+  // The bytes a glued message needs in its line ('[' for the glued formats, each residue's
+  // end's first byte): a line without any of them (most) is left in one SIMD pass.
+  std::string glue_bytes;
   bool use_fast = true;
   bool all_fast = false;  // every format has a fast matcher or a program (see PrefixShape::flat)
 
