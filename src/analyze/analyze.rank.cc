@@ -125,6 +125,33 @@ std::optional<RankAnswer> rank_pid_map(Ctx& c) {
                     "process id " + std::to_string(de.pid) + " on " + de.node + " (NCCL / launcher lines map it)"};
 }
 
+// An echo: the primary's line names no rank, but its error text comes back on a line that
+// does: PyTorch's watchdog "[Rank 1] NCCL watchdog thread terminated with exception: CUDA
+// error: ..." under the unprefixed traceback of the same error. Every line with a rank that
+// holds the text must name the same one.
+std::optional<RankAnswer> rank_echo(Ctx& c) {
+  const Event& de = *c.primary->decisive;
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike) return std::nullopt;
+  std::string_view said = trim(de.text);
+  if (!de.exc_type.empty() && starts_with(said, de.exc_type) && said.size() > de.exc_type.size() + 1 &&
+      said[de.exc_type.size()] == ':')
+    said = trim(said.substr(de.exc_type.size() + 1));
+  constexpr size_t kMinEcho = 24;  // shorter texts ("CUDA error") echo by chance
+  if (said.size() < kMinEcho) return std::nullopt;
+  std::set<int> ranks;
+  const Event* echo = nullptr;
+  for (const Event& e : c.events) {
+    if (e.rank < 0 || e.in_launcher_summary || &e == &de || e.text.size() <= said.size()) continue;
+    if (e.text.find(said) == std::string::npos) continue;
+    ranks.insert(e.rank);
+    if (!echo) echo = &e;
+  }
+  if (ranks.size() != 1) return std::nullopt;
+  return RankAnswer{*ranks.begin(), RankSource::kEcho,
+                    "the error text comes back on line " + std::to_string(echo->line) + ", which names rank " +
+                        std::to_string(*ranks.begin())};
+}
+
 std::optional<RankAnswer> rank_local_single_node(Ctx& c) {
   const Event& de = *c.primary->decisive;
   if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.local_rank < 0) return std::nullopt;
@@ -173,6 +200,7 @@ void attribute_rank(Ctx& c) {
       {Rule::kRankHangStraggler, rank_hang_straggler},
       {Rule::kRankAllAlike, rank_all_alike},
       {Rule::kRankPidMap, rank_pid_map},
+      {Rule::kRankEcho, rank_echo},
       {Rule::kRankLocalSingleNode, rank_local_single_node},
       {Rule::kRankProgressBehind, rank_progress_behind},
       {Rule::kRankOnlyRankNamed, rank_only_rank_named},

@@ -37,6 +37,7 @@ enum class RankSource : uint8_t {
   kLocalRankSingleNode,  // the local rank, on a job that runs on one node
   kProgressBehind,       // the only rank whose progress stopped first
   kOnlyRankNamed,        // a process line (host:pid) in a log that names one rank only
+  kEcho,                 // a line that names a rank echoes the primary's error text
 };
 const char* rank_source_name(RankSource s);
 

@@ -34,6 +34,9 @@ const std::vector<RuleInfo>& rules() {
        "a hang: the rank whose last enqueued work is below the stuck collective, or the only one without a timeout"},
       {Rule::kRankAllAlike, "rank.all-alike", "every rank reports the failure at the same time: no rank initiated it"},
       {Rule::kRankPidMap, "rank.pid-map", "the line's host:pid, mapped to a rank by NCCL's or the launcher's lines"},
+      {Rule::kRankEcho, "rank.echo",
+       "the primary's error text echoed on a line that names a rank (the watchdog's \"[Rank 1] ... terminated with "
+       "exception: <text>\" under an unprefixed traceback): that rank"},
       {Rule::kRankLocalSingleNode, "rank.local-single-node", "the local rank, when the job runs on one node"},
       {Rule::kRankProgressBehind, "rank.progress-behind",
        "the only rank whose last logged step is behind all the others"},
@@ -135,6 +138,7 @@ const char* rank_source_name(RankSource s) {
     case RankSource::kLocalRankSingleNode: return "local-rank-single-node";
     case RankSource::kProgressBehind: return "progress-behind";
     case RankSource::kOnlyRankNamed: return "only-rank-named";
+    case RankSource::kEcho: return "echo";
   }
   return "none";
 }

@@ -33,6 +33,7 @@ enum class Rule : uint8_t {
   kRankHangStraggler,      // a hang: the rank that never entered the stuck collective
   kRankAllAlike,           // every rank failed alike at the same time: no rank named
   kRankPidMap,             // NCCL's host:pid mapped to a rank
+  kRankEcho,               // the primary's error text echoed on a line that names its rank
   kRankLocalSingleNode,    // the local rank, on a single-node job
   kRankProgressBehind,     // the only rank whose last step is behind the others
   kRankOnlyRankNamed,      // a process's line in a log that names a single rank

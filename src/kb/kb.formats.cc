@@ -54,6 +54,8 @@ void parse_prefix_formats(FileChecker& c, const YAML::Node& doc, const char* key
     f.regex = c.str(pre[i], "regex", true);
     f.time_format = c.str(pre[i], "time_format", false);
     if (pre[i]["consume"]) f.consume = pre[i]["consume"].as<bool>();
+    if (pre[i]["glued"]) f.glued = pre[i]["glued"].as<bool>();
+    f.end = c.str(pre[i], "end", false);
     f.samples = c.list(pre[i], "samples", true);
     std::string why = f.regex.empty() ? "" : check_regex(f.regex);
     if (!why.empty()) {
@@ -102,6 +104,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
   }
   parse_prefix_formats(c, doc, "prefixes", kb.prefixes);
   parse_prefix_formats(c, doc, "sources", kb.source_names);
+  parse_prefix_formats(c, doc, "glue", kb.glue);
+  parse_prefix_formats(c, doc, "identity", kb.identity);
+  parse_prefix_formats(c, doc, "rank_headers", kb.rank_headers);
   parse_category_rules(c, doc, "exceptions", "type", &ExceptionRule::type, kb.exceptions);
   parse_category_rules(c, doc, "frames", "path", &FrameRule::path, kb.frames);
   parse_metrics(c, doc, kb.metric_specs);

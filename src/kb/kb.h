@@ -165,6 +165,11 @@ struct PrefixFormat {
   std::string regex;        // anchored at the current position; named captures below
   bool consume = true;      // false: read the captures but leave the text in place
   std::string time_format;  // how to read the `time` capture: iso, glog, syslog, dmesg, hms, mdhms
+  // Tolerant framing (prefixes.yaml): `glued`, a prefix that may also start inside a line,
+  // right after another writer's unfinished output; for a `glue:` residue, `end` is the
+  // literal its text ends with, where the message starts.
+  bool glued = false;
+  std::string end;
   std::vector<std::string> samples;
   int line = 0;
 
@@ -227,6 +232,15 @@ struct KnowledgeBase {
   LintData lint;
   std::vector<PrefixFormat> prefixes;
   std::vector<PrefixFormat> source_names;  // formats over source names (kb/formats/sources.yaml)
+  // Residue a message may be glued to, in front of it on its line (a progress bar's end):
+  // kb/formats/prefixes.yaml `glue:`.
+  std::vector<PrefixFormat> glue;
+  // Lines that say which rank wrote them (NCCL's topology lines, with the host:pid prefix)
+  // and lines that name the rank of the traceback right below them (torch.multiprocessing's
+  // "-- Process N terminated with the following error:"): prefixes.yaml `identity:` and
+  // `rank_headers:`, each regex with a `rank` capture.
+  std::vector<PrefixFormat> identity;
+  std::vector<PrefixFormat> rank_headers;
   std::vector<ExceptionRule> exceptions;
   std::vector<FrameRule> frames;
   std::vector<MetricSpec> metric_specs;

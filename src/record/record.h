@@ -16,6 +16,7 @@
 // joiners and trackers belong to one source being read by one thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -152,10 +153,17 @@ class PrefixParser {
   // RE2; kCompiled: the programs (for tests: every format's program against RE2);
   // kRegexOnly: RE2 alone, without the memo (the reference).
   enum class Matchers : uint8_t { kFast, kCompiled, kRegexOnly };
+  // `glue`: the residues a message may be glued to (kb/formats/prefixes.yaml `glue:`).
   static Result<std::unique_ptr<PrefixParser>> create(const std::vector<kb::PrefixFormat>& formats,
-                                                      Matchers matchers = Matchers::kFast);
+                                                      Matchers matchers = Matchers::kFast,
+                                                      const std::vector<kb::PrefixFormat>& glue = {});
   ~PrefixParser();
-  // Fills rec from `line`; rec.text and rec.message point into `line`.
+  // Fills rec from `line`; rec.text and rec.message point into `line`. Tolerant framing:
+  // when what is left after the prefixes is residue glued to a message (a progress bar's
+  // end, `...it/s]ERROR: ...`) or another writer's unfinished output before a `glued`
+  // prefix (`P[E ProcessGroupNCCL.cpp:475] ...`), the message starts where the residue
+  // ends, and the prefixes from there are peeled too (what the line's own prefixes said
+  // wins).
   void parse(std::string_view line, Record& rec) const;
   // The sample lines of every format that fail to parse as declared ("id: sample").
   std::vector<std::string> check_samples() const;
@@ -177,8 +185,40 @@ class PrefixParser {
   PrefixParser();
   bool parse_rounds(std::string_view line, Record& rec, void* shape) const;
   bool replay(const void* shape, std::string_view line, Record& rec) const;
+  void parse_prefixes(std::string_view line, Record& rec) const;
+  void unglue(Record& rec) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// Lines that say which rank wrote them (kb/formats/prefixes.yaml `identity:`: NCCL's
+// topology lines, read on lines whose prefix gave the writer's node and pid) and lines
+// that name the rank of the traceback right below them (`rank_headers:`, at the message's
+// start: torch.multiprocessing.spawn's "-- Process N terminated with the following
+// error:"). Immutable after create(); may be shared.
+class LineIdentity {
+ public:
+  static Result<std::unique_ptr<LineIdentity>> create(const std::vector<kb::PrefixFormat>& identity,
+                                                      const std::vector<kb::PrefixFormat>& headers);
+  ~LineIdentity();
+  // The rank the writer of this message states it is, or -1.
+  int writer_rank(std::string_view message) const;
+  // Cheap: whether the message starts as a rank header does (then header_rank decides).
+  bool may_be_header(std::string_view message) const {
+    return !message.empty() && header_first_[static_cast<unsigned char>(message[0])] && may_be_header_slow(message);
+  }
+  // The rank a header line names for the traceback below it, or -1.
+  int header_rank(std::string_view message) const;
+  // The samples that do not read as declared ("id: sample").
+  std::vector<std::string> check_samples() const;
+
+ private:
+  LineIdentity();
+  struct Rule;
+  static int read(const Rule& r, std::string_view message, bool anchored);
+  bool may_be_header_slow(std::string_view message) const;
+  std::vector<Rule> writers_, headers_;
+  std::array<bool, 256> header_first_{};  // the first bytes of the headers' leading literals
 };
 
 // Parses a time text in the given format ("iso", "glog", "syslog", "dmesg", "hms",

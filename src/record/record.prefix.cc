@@ -23,7 +23,8 @@ PrefixParser::~PrefixParser() = default;
 // the formats and their matchers, the first-byte table, the per-byte candidates with
 // their second bytes, and whether flat shapes may be kept.
 Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb::PrefixFormat>& formats,
-                                                           Matchers matchers) {
+                                                           Matchers matchers,
+                                                           const std::vector<kb::PrefixFormat>& glue) {
   std::unique_ptr<PrefixParser> p(new PrefixParser());
   p->impl_->use_fast = matchers != Matchers::kRegexOnly;
   static std::atomic<uint64_t> next_id{1};
@@ -51,8 +52,23 @@ Result<std::unique_ptr<PrefixParser>> PrefixParser::create(const std::vector<kb:
     fmt.time_format = detail::time_format_of(f.time_format);
     fmt.fast = detail::fast_kind_for(f.id, f.regex);
     fmt.program = detail::PrefixProgram::compile(f.regex);
+    if (f.glued) p->impl_->glued.push_back(static_cast<uint16_t>(p->impl_->formats.size()));
     p->impl_->formats.push_back(std::move(fmt));
   }
+  for (const auto& g : glue) {
+    Impl::Residue r;
+    r.re = std::make_unique<RE2>(g.regex, opts);
+    r.end = g.end;
+    if (!r.re->ok() || r.end.empty()) {
+      return make_error(ErrorCode::kInvalidKb,
+                        "glue residue " + g.id + (r.end.empty() ? " has no end" : " does not compile: " + r.re->error()),
+                        {"formats", g.line, g.id});
+    }
+    if (p->impl_->glue_bytes.find(r.end[0]) == std::string::npos) p->impl_->glue_bytes.push_back(r.end[0]);
+    p->impl_->residues.push_back(std::move(r));
+  }
+  if (!p->impl_->glued.empty() && p->impl_->glue_bytes.find('[') == std::string::npos)
+    p->impl_->glue_bytes.push_back('[');
   // The first-byte table. Every text a format matches lies in [min, max] of
   // PossibleMatchRange, so its first byte lies in [min[0], max[0]]. A format that can
   // match the empty string constrains nothing, unless it consumes (an empty match of a

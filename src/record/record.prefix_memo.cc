@@ -3,6 +3,9 @@
 // lines (PrefixShape), replayed on a line that differs from one of them only in digits.
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "record/record_internal.h"
 
@@ -300,7 +303,103 @@ void clear_parsed_fields(Record& rec) {
 
 }  // namespace
 
+namespace {
+
+inline bool blank(char c) { return c == ' ' || c == '\t'; }
+
+// Whether s holds one of `bytes` (at most three are compared sixteen at a time; more, and
+// the answer is yes).
+bool holds_any(std::string_view s, const std::string& bytes) {
+  if (bytes.empty()) return false;
+  if (bytes.size() > 3) return true;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(bytes[0]);
+  const __m128i b = _mm_set1_epi8(bytes.size() > 1 ? bytes[1] : bytes[0]);
+  const __m128i c = _mm_set1_epi8(bytes.size() > 2 ? bytes[2] : bytes[0]);
+  auto any16 = [&](const char* p) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, a), _mm_cmpeq_epi8(w, b)), _mm_cmpeq_epi8(w, c));
+    return _mm_movemask_epi8(hit) != 0;
+  };
+  for (; i + 16 <= s.size(); i += 16) {
+    if (any16(s.data() + i)) return true;
+  }
+  // The last bytes: the sixteen that end the text (read again in part), when there are.
+  if (i < s.size() && s.size() >= 16) return any16(s.data() + s.size() - 16);
+#endif
+  const char x = bytes[0], y = bytes.size() > 1 ? bytes[1] : x, z = bytes.size() > 2 ? bytes[2] : x;
+  for (; i < s.size(); ++i) {
+    if (s[i] == x || s[i] == y || s[i] == z) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void PrefixParser::parse(std::string_view line, Record& rec) const {
+  parse_prefixes(line, rec);
+  if (holds_any(rec.message, impl_->glue_bytes)) unglue(rec);
+}
+
+// Tolerant framing: the message proper starts after a residue (its `end`, then a byte
+// that is not blank, and the residue's regex matching all that comes before), or at a
+// `[` right after a byte that is not blank where a `glued` format matches and text
+// follows. A few candidates a line at most (a hostile line of brackets stays cheap).
+void PrefixParser::unglue(Record& rec) const {
+  const Impl& impl = *impl_;
+  const std::string_view msg = rec.message;
+  constexpr int kTries = 4;
+  size_t start = std::string_view::npos;
+  for (const Impl::Residue& r : impl.residues) {
+    size_t from = 0;
+    for (int t = 0; t < kTries && start == std::string_view::npos; ++t) {
+      const size_t p = msg.find(r.end, from);
+      if (p == std::string_view::npos) break;
+      const size_t e = p + r.end.size();
+      if (e < msg.size() && !blank(msg[e]) && RE2::FullMatch(re2::StringPiece(msg.data(), e), *r.re)) start = e;
+      from = p + 1;
+    }
+    if (start != std::string_view::npos) break;
+  }
+  if (start == std::string_view::npos && !impl.glued.empty()) {
+    size_t from = 1;
+    for (int t = 0; t < kTries && start == std::string_view::npos; ++t) {
+      const size_t p = msg.find('[', from);
+      if (p == std::string_view::npos) break;
+      from = p + 1;
+      if (blank(msg[p - 1])) continue;
+      for (uint16_t i : impl.glued) {
+        FormatMatch m;
+        if (impl.match(impl.formats[i], msg.substr(p), m, Matchers::kFast) && m.length > 0 &&
+            p + m.length < msg.size()) {
+          start = p;
+          break;
+        }
+      }
+    }
+  }
+  if (start == std::string_view::npos) return;
+  Record inner;
+  parse_rounds(msg.substr(start), inner, nullptr);
+  if (rec.rank < 0) rec.rank = inner.rank;
+  if (rec.local_rank < 0) rec.local_rank = inner.local_rank;
+  if (rec.pid < 0) rec.pid = inner.pid;
+  if (rec.gpu < 0) rec.gpu = inner.gpu;
+  if (rec.node.empty()) rec.node = inner.node;
+  if (rec.program.empty()) rec.program = inner.program;
+  if (rec.time_us == kNoTime && inner.time_us != kNoTime) {
+    rec.time_us = inner.time_us;
+    rec.clock = inner.clock;
+    rec.time_subsecond = inner.time_subsecond;
+    rec.time_text = inner.time_text;
+  }
+  if (!rec.level) rec.level = inner.level;
+  if (rec.prefix_id.empty()) rec.prefix_id = inner.prefix_id;
+  rec.message = inner.message;
+}
+
+void PrefixParser::parse_prefixes(std::string_view line, Record& rec) const {
   clear_parsed_fields(rec);
   rec.text = line;
   if (!impl_->use_fast) {

@@ -782,3 +782,100 @@ TEST(CleanLine, ViewIsTheLineItselfWhenNothingIsToClean) {
 
 }  // namespace
 }  // namespace ff::record
+
+namespace ff::record {
+namespace {
+
+// The lines of a file, cleaned as the scan cleans them.
+std::vector<std::string> clean_lines_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> out;
+  std::string raw, clean;
+  while (std::getline(in, raw)) {
+    clean_line(raw, clean);
+    out.push_back(clean);
+  }
+  return out;
+}
+
+std::unique_ptr<PrefixParser> kb_parser() {
+  kb::LoadResult r = kb::load(kb::embedded_files());
+  auto p = PrefixParser::create(r.kb.prefixes, PrefixParser::Matchers::kFast, r.kb.glue);
+  EXPECT_TRUE(p.ok()) << p.error().to_string();
+  return p.ok() ? std::move(p.value()) : nullptr;
+}
+
+// Tolerant framing: a message is found where it starts inside its line. Real output: a
+// DataLoader worker's segfault report glued to tqdm's bar (Debian's python3-torch and
+// python3-tqdm, tests/data/real/programs/loader_segv.py), a c10 line glued to another
+// rank's unfinished output (a public excerpt, read in place), and pdsh's host prefix by
+// address (tests/data/real/programs/pdsh_job.sh).
+TEST(PrefixParser, FindsTheMessageWhereItStartsInsideALine) {
+  auto p = kb_parser();
+  ASSERT_TRUE(p);
+  Record rec;
+  int glued = 0;
+  for (const std::string& line :
+       clean_lines_of(std::string(FF_SOURCE_DIR) + "/tests/data/real/tqdm_glued_worker_segfault.log")) {
+    if (line.find("it/s]ERROR: Unexpected segmentation fault") == std::string::npos) continue;
+    ++glued;
+    p->parse(line, rec);
+    EXPECT_EQ(rec.message, "Unexpected segmentation fault encountered in worker.") << line;
+    EXPECT_EQ(rec.level, 'E');
+  }
+  EXPECT_EQ(glued, 1);
+  // A bar alone stays a bar (its numbers are progress), and a bar with a postfix finds the
+  // message after it.
+  p->parse(" 44%|####4     | 7/16 [00:01<00:01,  6.27it/s]", rec);
+  EXPECT_EQ(rec.message, " 44%|####4     | 7/16 [00:01<00:01,  6.27it/s]");
+  p->parse("Epoch 3:  41%|####1     | 7/17 [00:02<00:03,  2.81it/s, loss=0.412]Killed", rec);
+  EXPECT_EQ(rec.message, "Killed");
+  // Brackets inside a message are not prefixes: "x[0]: y" keeps its text.
+  p->parse("    return self.weight[0]: value", rec);
+  EXPECT_EQ(rec.message, "    return self.weight[0]: value");
+
+  const std::string excerpt = std::string(FF_SHARED_DIR) + "/corpus/github-issues-3/cases/067.log";
+  if (std::filesystem::exists(excerpt)) {
+    int found = 0;
+    for (const std::string& line : clean_lines_of(excerpt)) {
+      if (line.rfind("P[E ProcessGroupNCCL.cpp", 0) != 0) continue;
+      ++found;
+      p->parse(line, rec);
+      EXPECT_EQ(rec.rank, 1) << line;
+      EXPECT_EQ(rec.level, 'E');
+      EXPECT_EQ(rec.message.rfind("Watchdog caught collective operation timeout", 0), 0u) << rec.message;
+    }
+    EXPECT_EQ(found, 1);
+  }
+
+  int hosts = 0;
+  for (const std::string& line :
+       clean_lines_of(std::string(FF_SOURCE_DIR) + "/tests/data/real/pdsh_two_hosts_rank_raised.log")) {
+    if (line.rfind("127.0.0.1: [default0]:RuntimeError:", 0) != 0) continue;
+    ++hosts;
+    p->parse(line, rec);
+    EXPECT_EQ(rec.node, "127.0.0.1");
+    EXPECT_EQ(rec.message.rfind("RuntimeError: ", 0), 0u) << rec.message;
+  }
+  EXPECT_EQ(hosts, 1);
+}
+
+// Identity lines and rank headers: every sample reads as declared; NCCL's topology lines
+// name the writer's rank (the receive side is the second rank), spawn's header its own.
+TEST(LineIdentity, ReadsTheRankALineStates) {
+  kb::LoadResult r = kb::load(kb::embedded_files());
+  auto li = LineIdentity::create(r.kb.identity, r.kb.rank_headers);
+  ASSERT_TRUE(li.ok()) << li.error().to_string();
+  EXPECT_TRUE(li.value()->check_samples().empty());
+  const LineIdentity& id = *li.value();
+  EXPECT_EQ(id.writer_rank("h:1:2 [0] NCCL INFO Trees [0] 2/-1/-1->1->0|0->1->2/-1/-1"), 1);
+  EXPECT_EQ(id.writer_rank("h:1:2 [0] NCCL INFO Channel 00 : 3[b2000] -> 0[88000] [receive] via NET/Socket/0"), 0);
+  EXPECT_EQ(id.writer_rank("h:1:2 [0] NCCL INFO Channel 00/0 : 1[89000] -> 2[b1000] [send] via NET/Socket/0"), 1);
+  EXPECT_EQ(id.writer_rank("h:1:2 [0] NCCL INFO Using network Socket"), -1);
+  EXPECT_TRUE(id.may_be_header("-- Process 3 terminated with the following error:"));
+  EXPECT_EQ(id.header_rank("-- Process 3 terminated with the following error:"), 3);
+  EXPECT_EQ(id.header_rank("step 3 terminated"), -1);
+}
+
+}  // namespace
+}  // namespace ff::record

@@ -80,6 +80,17 @@ struct PrefixParser::Impl {
   };
   std::array<std::vector<Candidate>, 256> order;
   std::vector<uint16_t> all_order;
+  // Tolerant framing (PrefixParser::unglue): the residues a message may be glued to (each
+  // regex matched whole, up to and with its `end`), and the formats marked `glued`.
+  struct Residue {
+    std::unique_ptr<RE2> re;
+    std::string end;
+  };
+  std::vector<Residue> residues;
+  std::vector<uint16_t> glued;
+  // The bytes a glued message needs in its line ('[' for the glued formats, each residue's
+  // end's first byte): a line without any of them (most) is left in one SIMD pass.
+  std::string glue_bytes;
   bool use_fast = true;
   bool all_fast = false;  // every format has a fast matcher or a program (see PrefixShape::flat)
 

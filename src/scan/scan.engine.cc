@@ -30,8 +30,9 @@ Result<std::shared_ptr<const Engine>> Engine::create(const kb::KnowledgeBase& kb
                        (r.backend == match::Rejected::Backend::kVectorscan ? "; RE2 serves it, more slowly" : ""),
                    {entry.file, p.line, "patterns." + p.id}));
   }
-  FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes));
+  FF_TRY(e->prefixes_, record::PrefixParser::create(kb.prefixes, record::PrefixParser::Matchers::kFast, kb.glue));
   FF_TRY(e->source_names_, record::PrefixParser::create(kb.source_names));
+  FF_TRY(e->identity_, record::LineIdentity::create(kb.identity, kb.rank_headers));
   e->aliases_ = metrics::Aliases::from_kb(kb.metric_specs);
   return std::shared_ptr<const Engine>(std::move(e));
 }

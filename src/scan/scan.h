@@ -59,6 +59,8 @@ class Engine {
   // What a source's name says about who wrote it (kb/formats/sources.yaml).
   record::Origin origin_of_source(std::string_view name) const;
   const record::PrefixParser& source_names() const { return *source_names_; }
+  // Identity lines and rank headers (kb/formats/prefixes.yaml `identity:`, `rank_headers:`).
+  const record::LineIdentity& identity() const { return *identity_; }
   const metrics::Aliases& metric_aliases() const { return aliases_; }
 
  private:
@@ -69,6 +71,7 @@ class Engine {
   std::vector<PatternRef> refs_;
   std::vector<Error> warnings_;
   std::unique_ptr<record::PrefixParser> source_names_;  // the sources formats, as prefixes
+  std::unique_ptr<record::LineIdentity> identity_;
   metrics::Aliases aliases_;
 };
 

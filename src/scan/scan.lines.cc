@@ -67,6 +67,15 @@ void LineWorker::run(Chunk& c) {
         pid_facts_.emplace(std::string(rec.node), rec.pid);
         r.facts.push_back(Fact{static_cast<uint32_t>(i), true, rec.rank, rec.pid, std::string(rec.node)});
       }
+    } else if (rec.rank < 0 && line_states_node && rec.pid >= 0 &&
+               pid_facts_.find(PidKeyView{rec.node, rec.pid}) == pid_facts_.end()) {
+      // A line of a process that says which rank it is (NCCL's "Trees [0] 2/-1/-1->1->0"):
+      // its (node, pid) is that rank, and the rank runs on the node.
+      if (const int stated = engine_.identity().writer_rank(rec.message); stated >= 0) {
+        pid_facts_.emplace(std::string(rec.node), rec.pid);
+        r.facts.push_back(Fact{static_cast<uint32_t>(i), true, stated, rec.pid, std::string(rec.node)});
+        r.facts.push_back(Fact{static_cast<uint32_t>(i), false, stated, -1, std::string(rec.node)});
+      }
     }
     if (rec.time_us != record::kNoTime) {
       ++r.lines_with_time;
@@ -82,9 +91,10 @@ void LineWorker::run(Chunk& c) {
     const bool known = progress_parser_.known(rec.message, progress_);
     if (known || (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
       r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
-    bool mark = (!known || shape_may_mark(progress_.shape)) &&
-                (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
-    r.traceback_starts += mark;
+    const bool starts = (!known || shape_may_mark(progress_.shape)) &&
+                        (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
+    r.traceback_starts += starts;
+    bool mark = starts || engine_.identity().may_be_header(rec.message);
     if (joined) {
       // Matched below, all lines in one pass.
       joined_.append(rec.message);

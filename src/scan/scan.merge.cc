@@ -66,6 +66,7 @@ void Merger::begin(const Chunk& c) {
   ranks_seen_.clear();
   name_ranks_.clear();
   wrapper_.clear();
+  rank_header_.clear();
   recent_.clear();
   seq_ = 0;
   shrank_ = false;
@@ -216,6 +217,10 @@ void Merger::walk(Chunk& c, size_t i, size_t hit_begin, size_t hit_end) {
   const uint64_t offset = c.lines[i].offset;
   bool in_summary = summary_.feed(rec, number);
   int summary_rank = in_summary ? summary_.current_rank() : -1;
+  if (engine_.identity().may_be_header(rec.message)) {
+    if (const int named = engine_.identity().header_rank(rec.message); named >= 0)
+      rank_header_[rec.rank] = {named, number};
+  }
 
   // Tracebacks are joined per rank stream, so interleaved ranks do not mix.
   auto& joiner = joiners_[rec.rank];
@@ -328,10 +333,19 @@ void Merger::on_traceback(const record::Traceback& tb, int rank) {
   e.exception_line = true;
   e.final_exception = true;
   for (size_t i = 0; i + 1 < tb.exceptions.size(); ++i) e.exc_chain.push_back(event_text(tb.exceptions[i].text));
+  // A rank header right above the traceback (a blank line between at most) names its rank
+  // where the stream does not.
+  int named = -1;
+  if (auto h = rank_header_.find(rank); h != rank_header_.end()) {
+    if (h->second.second < tb.first_line && tb.first_line - h->second.second <= 2) named = h->second.first;
+    if (h->second.second < tb.first_line) rank_header_.erase(h);
+  }
+  if (named >= 0 && e.rank < 0) e.rank = named;
   // Mark the pattern events that lie inside this traceback, on the same stream.
   for (auto rit = pending_.rbegin(); rit != pending_.rend(); ++rit) {
     if (rit->kind == record::EventKind::kPattern && rit->line < tb.first_line) break;
     if (rit->kind != record::EventKind::kPattern || rit->rank != rank || rit->line > tb.last_line) continue;
+    if (named >= 0 && rit->rank < 0) rit->rank = named;
     rit->traceback_first = tb.first_line;
     rit->traceback_last = tb.last_line;
     for (const auto& x : tb.exceptions) {

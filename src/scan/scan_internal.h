@@ -454,6 +454,9 @@ class Merger {
     size_t first;   // its first event in pending_
   };
   std::unordered_map<int, Wrapper> wrapper_;
+  // Per stream, the last rank header ("-- Process 1 terminated with the following error:"):
+  // the rank it names and its line; the traceback that starts right below takes that rank.
+  std::unordered_map<int, std::pair<int, uint64_t>> rank_header_;
   std::vector<std::pair<size_t, record::Event>> metric_events_;  // (line in chunk, event) of this chunk
   std::vector<bool> dropped_;                                    // per hit of the chunk: over the cap
   std::string clean_;

@@ -24,6 +24,12 @@ for s in crash:segfault killed:killed abort:aborted; do
   chmod +x /tmp/train_job/run.sh
   (cd /tmp/train_job && ./run.sh) > "$out/shell_${s##*:}.log" 2>&1
 done
+# Tolerant framing and ranks from the text (Debian's python3-torch, python3-tqdm, pdsh):
+# tqdm's bar with a DataLoader worker's segfault report glued to it, a
+# torch.multiprocessing.spawn job whose process 1 raises, and a two-host pdsh launch.
+(cd /tmp/train_job && /usr/bin/python3 loader_segv.py) > "$out/tqdm_glued_worker_segfault.log" 2>&1
+(cd /tmp/train_job && /usr/bin/python3 spawn_raise.py) > "$out/mp_spawn_process_raised.log" 2>&1
+cp "$here/pdsh_job.sh" /tmp/train_job/ && (cd /tmp/train_job && ./pdsh_job.sh) > "$out/pdsh_two_hosts_rank_raised.log" 2>&1
 echo "logs written to $out"
 # slurm_srun_label_memory_error.log and slurm_time_limit_cancel.log: written by the real
 # slurmctld/slurmd test (needs slurm-wlm, munge and root), its temp folder as /scratch/ff-slurm:
