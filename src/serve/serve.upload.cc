@@ -132,8 +132,15 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   if (req.has_header("Content-Length")) {
     const uint64_t len = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
     if (len > lim.max_upload_bytes) {
+      // Drained a little (the client reads the answer, not a reset), then the connection is
+      // closed. A multipart body needs its part handler too: without one httplib calls an
+      // empty std::function (500 bad_function_call) and leaves the body unread.
       Drain drain;
-      reader([&](const char*, size_t n) { return drain.more(n); });
+      const auto drop = [&](const char*, size_t n) { return drain.more(n); };
+      if (req.is_multipart_form_data())
+        reader([](const httplib::MultipartFormData&) { return true; }, drop);
+      else
+        reader(drop);
       return refuse(res, 413,
                     fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
                                 "--max-upload, or run firstfault diagnose on the file)",

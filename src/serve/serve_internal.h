@@ -18,7 +18,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 
 #include "serve/serve.h"
@@ -40,7 +39,8 @@ inline constexpr const char* kReportCsp =
     "frame-ancestors 'self'";
 inline constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'";
 
-// Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory.
+// Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory,
+// each under an id no one can guess (random_report_id).
 class ReportStore {
  public:
   explicit ReportStore(size_t most) : most_(most) {}
@@ -52,8 +52,10 @@ class ReportStore {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const Diagnosed>> by_id_;
   std::deque<std::string> order_;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
+
+// A kept report's id: 128 bits from getrandom(2), as 32 lowercase hex digits.
+std::string random_report_id();
 
 // The rest of a body that is refused, read and dropped for a little while, so that the
 // client (still sending) reads the answer instead of a reset connection; a huge one is
