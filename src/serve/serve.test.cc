@@ -246,6 +246,28 @@ TEST_F(ServeTest, MultipartFilesAreStreamsInOrderWithTheirBaseNames) {
   EXPECT_EQ(j["streams"][2]["bytes"], 0u);
 }
 
+// Issue 31: a form field with no file name was diagnosed as a log; only file parts are
+// inputs (docs/serve.md).
+TEST_F(ServeTest, Issue31AFormFieldWithoutAFileNameIsNotALog) {
+  start();
+  httplib::MultipartFormDataItems items = {
+      {"note", "a field, not a file\n", "", ""},
+      {"file", "rank0 line\n", "rank0.log", "text/plain"},
+      {"other", "another field", "", ""},
+  };
+  auto res = client().Post("/api/diagnose", items);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json j = json::parse(res->body);
+  ASSERT_EQ(j["streams"].size(), 1u) << res->body;
+  EXPECT_EQ(j["streams"][0]["name"], "rank0.log");
+  EXPECT_EQ(j["streams"][0]["bytes"], 11u);
+  // Fields only: no file in the upload.
+  auto none = client().Post("/api/diagnose", httplib::MultipartFormDataItems{{"note", "text\n", "", ""}});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 400) << none->body;
+}
+
 TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   start();
   auto res = client().Post("/api/diagnose?keep=1", "a line\n", "text/plain");
