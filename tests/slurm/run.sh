@@ -320,9 +320,10 @@ else
   esac
 fi
 
-# The forged jobs: nothing of the root-only file in any file of the jobs' folder, and what
-# the epilog wrote there is nobody's.
-leaked=$(grep -rl "ROOTSECRET-$$" "$jobs" 2>/dev/null)
+# The forged jobs: nothing of the root-only file in any file of the jobs' folder nor in any
+# diagnosis anywhere (beside the root-only file itself, say), and what the epilog wrote in
+# the jobs' folder is nobody's.
+leaked=$( (grep -rl "ROOTSECRET-$$" "$jobs"; grep -rl --include='*.firstfault.*' "ROOTSECRET-$$" "$tmp") 2>/dev/null)
 [ -z "$leaked" ] || fail "the root-only file's words are in: $leaked"
 for j in "$forged_job" "$newline_job"; do
   [ "$(rc_of "$j")" = 0 ] || fail "the epilog of job $j exited $(rc_of "$j")"
