@@ -529,6 +529,18 @@ TEST_F(Watch, HistorySaysWhenAFailureRecurs) {
   EXPECT_TRUE(fs::exists(dir_ / "state" / "firstfault" / "history.db"));
 }
 
+// Issue 31: `watch --metrics 0.0.0.0:P` listened on every interface without a word, where
+// serve asks for --allow-remote. A non-loopback address is refused (exit 2) without it.
+TEST_F(Watch, Issue31MetricsOffLoopbackNeedAllowRemote) {
+  ff::test::write_file(dir_ / "train.log", "step 1 loss 1.0\n");
+  for (const char* address : {"0.0.0.0:0", "[::]:0", "192.0.2.1:9464"}) {
+    const pid_t pid = start("watch " + quote((dir_ / "train.log").string()) + " --metrics " + quote(std::string(address)));
+    EXPECT_EQ(finish(pid, 10), 2) << address;
+    const std::string err = ff::test::slurp(dir_ / "stderr");
+    EXPECT_NE(err.find("--allow-remote"), std::string::npos) << address << ": " << err;
+  }
+}
+
 // Issue 31: `run` keeps its command line in the history, and a token given on it
 // (`--hf_token hf_...`) was kept as it is, in a 0644 database in a 0755 folder, and
 // printed by `history`. It is redacted by --redact's rules, the folder 0700, the file 0600.
