@@ -31,17 +31,31 @@ std::string random_report_id() {
   return id;
 }
 
+namespace {
+
+uint64_t size_of(const Diagnosed& d) { return d.json.size() + d.html.size() + d.markdown.size() + d.verdict.size(); }
+
+}  // namespace
+
 std::string ReportStore::put(std::shared_ptr<const Diagnosed> d) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string id;
   do { id = random_report_id(); } while (by_id_.count(id) > 0);
+  bytes_ += size_of(*d);
   by_id_[id] = std::move(d);
   order_.push_back(id);
-  while (order_.size() > most_) {
-    by_id_.erase(order_.front());
+  while (order_.size() > 1 && (order_.size() > most_ || bytes_ > most_bytes_)) {
+    auto it = by_id_.find(order_.front());
+    bytes_ -= size_of(*it->second);
+    by_id_.erase(it);
     order_.pop_front();
   }
   return id;
+}
+
+uint64_t ReportStore::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
 }
 
 std::shared_ptr<const Diagnosed> ReportStore::get(const std::string& id) const {

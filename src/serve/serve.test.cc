@@ -90,6 +90,28 @@ TEST(ReportStore, Issue31IdsAre128RandomBitsNotAGeneratorsSequence) {
   EXPECT_EQ(store.get(ids[0]), nullptr);
 }
 
+// Issue 31: kept reports were bounded by count (32) but not by bytes; a report of a
+// 100,000-member tar is about 90 MB, so 32 of them took about 3 GB.
+TEST(ReportStore, Issue31KeptReportsAreBoundedByTheirBytes) {
+  ReportStore store(32, 10u << 20);
+  auto big = std::make_shared<Diagnosed>();
+  big->html.assign(3u << 20, 'h');
+  big->json.assign(1u << 20, 'j');
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(store.put(big));
+  EXPECT_LE(store.bytes(), 10u << 20);
+  EXPECT_NE(store.get(ids.back()), nullptr);
+  EXPECT_NE(store.get(ids[ids.size() - 2]), nullptr);
+  EXPECT_EQ(store.get(ids[0]), nullptr) << "the oldest went first";
+  // One report over the whole budget is still kept, alone: the page shows it.
+  auto huge = std::make_shared<Diagnosed>();
+  huge->html.assign(12u << 20, 'x');
+  const std::string id = store.put(huge);
+  EXPECT_NE(store.get(id), nullptr);
+  EXPECT_EQ(store.get(ids.back()), nullptr);
+  EXPECT_EQ(store.bytes(), 12u << 20);
+}
+
 TEST(HostCheck, OnlyTheLoopbackNamesWithOurPort) {
   EXPECT_TRUE(host_is_loopback("127.0.0.1:8765", 8765));
   EXPECT_TRUE(host_is_loopback("localhost:8765", 8765));
