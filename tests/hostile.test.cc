@@ -949,6 +949,55 @@ namespace {
 // planted in a log folder cannot make firstfault read, and report on, files outside the
 // inputs named. Skipped links are noted; -L/--follow follows them; a link named as an
 // input is followed.
+// Issue 31: a language-server message whose params nest 100,000 arrays deep crashed
+// `firstfault lsp` (SIGSEGV); it is answered with ParseError and the session goes on.
+TEST_F(Hostile, Issue31LspMessageNestedDeeplyIsAParseErrorNotACrash) {
+  auto frame = [](const std::string& body) {
+    return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string deep = R"({"jsonrpc":"2.0","id":2,"method":"textDocument/hover","params":)" +
+                           std::string(100000, '[') + std::string(100000, ']') + "}";
+  write_file(dir_ / "lsp.in",
+             frame(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}})") + frame(deep) +
+                 frame(R"({"jsonrpc":"2.0","id":3,"method":"shutdown"})") + frame(R"({"jsonrpc":"2.0","method":"exit"})"));
+  stdin_ = path("lsp.in");
+  Outcome r = run({"lsp"}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("code":-32700)"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find(R"("id":3)"), std::string::npos) << "the shutdown after it is answered";
+}
+
+// Issue 31: "open report" parked until its document's diagnosis, then answered on the
+// diagnosing thread: a report that could not be written there ended the server
+// (std::terminate). It is an error answer, and the session goes on.
+TEST_F(Hostile, Issue31AReportThatCannotBeWrittenIsAnErrorNotAnAbort) {
+  auto frame = [](const std::string& body) {
+    return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string uri = "file://" + path("train.log");
+  write_file(dir_ / "first.in",
+             frame(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}})") +
+                 frame(R"({"jsonrpc":"2.0","method":"initialized","params":{}})") +
+                 frame(R"({"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":")" + uri +
+                       R"(","languageId":"log","version":1,"text":"Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\nMemoryError\n"}}})") +
+                 frame(R"({"jsonrpc":"2.0","id":2,"method":"workspace/executeCommand","params":{"command":"firstfault.openReport","arguments":[")" +
+                       uri + R"("]}})"));
+  write_file(dir_ / "last.in", frame(R"({"jsonrpc":"2.0","id":3,"method":"shutdown"})") +
+                                   frame(R"({"jsonrpc":"2.0","method":"exit"})"));
+  // The report's folder cannot be made (TMPDIR names nothing); the session is held open
+  // until the diagnosis has come.
+  const std::string cmd = "(cat " + path("first.in") + "; sleep 4; cat " + path("last.in") + ") | FIRSTFAULT_CACHE_DIR=" +
+                          shared_cache().string() + " TMPDIR=" + path("no/such/folder") + " " + FF_BINARY + " lsp >" +
+                          path("lsp.out") + " 2>" + path("lsp.err");
+  const int status = std::system(cmd.c_str());
+  const std::string out = read_file(path("lsp.out"));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << read_file(path("lsp.err"));
+  EXPECT_NE(out.find(R"("id":2)"), std::string::npos) << out.substr(0, 3000);
+  EXPECT_NE(out.find("cannot make a temporary folder"), std::string::npos) << out.substr(0, 3000);
+  EXPECT_NE(out.find(R"("id":3)"), std::string::npos) << "the shutdown after it is answered";
+}
+
 TEST_F(Hostile, SymlinksInAFolderAreNotFollowedUnlessAsked) {
   // A run that completes, so that what the links lead to is all that could make it fail.
   write_file(dir_ / "logs" / "ok.log", read_file(std::string(FF_SOURCE_DIR) + "/tests/data/09_healthy__tee.log"));

@@ -80,5 +80,15 @@ TEST(LspFraming, ABodyWithMultibyteTextIsCountedInBytes) {
   EXPECT_EQ(bodies[0], body);
 }
 
+// Issue 31: params nested 100,000 arrays deep crashed the server (SIGSEGV); the depth is
+// bounded before parsing (tests/hostile.test.cc sends such a message to the binary).
+TEST(LspFraming, Issue31NestingIsMeasuredWithoutParsing) {
+  EXPECT_FALSE(json_deeper_than(R"({"a":[1,{"b":[]}]})", 4));
+  EXPECT_TRUE(json_deeper_than(R"({"a":[1,{"b":[]}]})", 3));
+  EXPECT_FALSE(json_deeper_than(R"({"text":"[[[[[[[[ \" {{{{{{"})", 1)) << "brackets in strings do not count";
+  EXPECT_TRUE(json_deeper_than(std::string(100000, '[') + std::string(100000, ']'), kMaxJsonDepth));
+  EXPECT_FALSE(json_deeper_than("]]]]}}}}", 0)) << "stray closers do not wrap around";
+}
+
 }  // namespace
 }  // namespace ff::app::lsp

@@ -5,10 +5,12 @@
 // the `scontrol show job -o` line of a real slurmctld 22.05 (tests/slurm/run.sh runs the
 // real daemons). Each fake writes its argv to calls.log.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -29,7 +31,8 @@ class Scheduler : public TempDirTest {
     ::setenv("FAKE_DIR", dir_.c_str(), 1);
     ::setenv("FIXTURES", (std::string(FF_SOURCE_DIR) + "/tests/data/k8s").c_str(), 1);
     for (const char* v : {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_EXIT_CODE", "SLURM_JOB_EXIT_CODE2",
-                          "SLURM_JOB_DERIVED_EC", "SLURM_SCRIPT_CONTEXT", "SLURMD_NODENAME"})
+                          "SLURM_JOB_DERIVED_EC", "SLURM_SCRIPT_CONTEXT", "SLURMD_NODENAME", "SLURM_JOB_UID",
+                          "SLURM_JOB_GID"})
       ::unsetenv(v);
   }
   void TearDown() override {
@@ -42,6 +45,24 @@ class Scheduler : public TempDirTest {
     ::chmod(p.c_str(), 0755);
   }
   std::string calls() { return slurp(dir_ / "calls.log"); }
+  // A sacct that answers as the real one does: the fields -o asks for, in its order,
+  // joined by '|' (-P), each from $FAKE_DIR/sacct/<Field> (none: empty); with
+  // $FAKE_DIR/sacct/no-StdOut, Slurm before 24.05, which has no StdOut field.
+  void fake_sacct(const std::map<std::string, std::string>& fields) {
+    for (const auto& [k, v] : fields) write_file(dir_ / "sacct" / k, v);
+    fake("sacct", R"(case "$*" in *--batch-script*) exit 1 ;; esac
+fields=; prev=
+for a; do [ "$prev" = -o ] && fields=$a; prev=$a; done
+case ",$fields," in *,StdOut,*) if [ -f "$FAKE_DIR/sacct/no-StdOut" ]; then
+  echo 'sacct: error: Invalid field requested: "StdOut"' >&2; exit 1; fi ;; esac
+line=; first=1; IFS=,
+for f in $fields; do
+  v=; [ -f "$FAKE_DIR/sacct/$f" ] && v=$(cat "$FAKE_DIR/sacct/$f")
+  if [ $first = 1 ]; then line=$v; first=0; else line="$line|$v"; fi
+done
+printf '%s\n' "$line"
+)");
+  }
   void fake_kubectl() {
     fake("kubectl", R"(while [ $# -gt 0 ]; do
   case "$1" in --context|--namespace) shift 2 ;; *) break ;; esac
@@ -174,8 +195,9 @@ TEST_F(Scheduler, SlurmJobIdThroughSacctBeforeItHadStdOut) {
   write_file(dir_ / "logs" / "train-failed-7.out", kFailedLog);
   fake("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n");
   // Slurm before 24.05: sacct has no StdOut field; the sbatch line's --output is used.
-  fake("sacct", "case \"$*\" in *StdOut*) echo 'sacct: error: Invalid field requested: \"StdOut\"' >&2; exit 1 ;; esac\n"
-                "echo \"7|train-failed|FAILED|1:0|$FAKE_DIR|nobody|localhost|sbatch --output=logs/%x-%j.out job.sh\"\n");
+  fake_sacct({{"JobID", "7"}, {"JobName", "train-failed"}, {"State", "FAILED"}, {"ExitCode", "1:0"},
+              {"WorkDir", dir_.string()}, {"User", "nobody"}, {"UID", "65534"}, {"GID", "65534"},
+              {"NodeList", "localhost"}, {"SubmitLine", "sbatch --output=logs/%x-%j.out job.sh"}, {"no-StdOut", ""}});
   Outcome r = run("slurm 7 --format json");
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(primary_id(parse(r)), "python.memory.memory-error") << r.out << r.err;
@@ -270,6 +292,190 @@ TEST_F(Scheduler, EpilogNeverOutlivesItsDeadlineAndAlwaysExitsZero) {
   r = run("slurm-epilog --job 9");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.err.find("cannot find the job's output"), std::string::npos) << r.err;
+}
+
+// Issue 31: the root epilog reads for the job's owner only what the owner could read. The
+// owner (nobody) planted a link to a root-only file as the job's output and wrote text into
+// the job's record that looks like fields; no file the epilog leaves may hold a byte of
+// the root-only one. The epilog runs as root here (the test does).
+class EpilogOwner : public Scheduler {
+ protected:
+  void SetUp() override {
+    Scheduler::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "the epilog acts as the job's owner only as root";
+    const struct passwd* pw = ::getpwnam("nobody");
+    if (!pw) GTEST_SKIP() << "no user nobody";
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
+    secret_ = dir_ / "secret";
+    std::string log = kFailedLog;
+    log.replace(log.find("0: MemoryError"), 14, "0: MemoryError: ROOTSECRET hunter2");
+    write_file(secret_, log);
+    ::chmod(secret_.c_str(), 0600);
+    jobs_ = dir_ / "jobs";
+    fs::create_directories(jobs_);
+    ::chmod(jobs_.c_str(), 0755);
+    if (::chown(jobs_.c_str(), uid_, gid_) != 0) GTEST_SKIP() << "cannot give a folder to nobody";
+    out_ = jobs_ / "train-failed-7.out";
+    fs::create_symlink(secret_, out_);
+    ::setenv("SLURM_JOB_ID", "7", 1);
+    ::setenv("SLURM_JOB_EXIT_CODE2", "1:0", 1);
+    fake("sacctmgr", "exit 1\n");
+  }
+  // `scontrol show job -o` for job 7 of nobody, with `name` and `comment` as the user gave them.
+  std::string record(const std::string& name, const std::string& comment) {
+    return "JobId=7 JobName=" + name + " UserId=nobody(" + std::to_string(uid_) + ") GroupId=nogroup(" +
+           std::to_string(gid_) +
+           ") MCS_label=N/A Priority=4294901759 Nice=0 Account=(null) QOS=(null) JobState=COMPLETING "
+           "Reason=NonZeroExitCode Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=1:0 "
+           "RunTime=00:00:01 TimeLimit=UNLIMITED TimeMin=N/A SubmitTime=2026-12-02T03:40:50 "
+           "AllocNode:Sid=localhost:20290 NodeList=localhost BatchHost=localhost NumNodes=1 NumCPUs=1 "
+           "CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=1,node=1,billing=1 Command=" + (jobs_ / "job.sh").string() +
+           " WorkDir=" + jobs_.string() + (comment.empty() ? "" : " Comment=" + comment) +
+           " StdErr=" + out_.string() + " StdIn=/dev/null StdOut=" + out_.string() + " Power= \n";
+  }
+  void scontrol_says(const std::string& text) {
+    write_file(dir_ / "scontrol.out", text);
+    fake("scontrol", "[ \"$1\" = update ] && exit 1; exec cat \"$FAKE_DIR/scontrol.out\"\n");
+  }
+  // Every file under the test's folder (not the root-only one, nor links to it) that
+  // holds its words.
+  std::vector<std::string> leaks() {
+    std::vector<std::string> found;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      if (e.is_symlink() || !e.is_regular_file() || e.path() == secret_) continue;
+      if (slurp(e.path()).find("ROOTSECRET") != std::string::npos) found.push_back(e.path().string());
+    }
+    return found;
+  }
+  std::vector<std::string> written() {
+    std::vector<std::string> found;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      if (e.path().string().find(".firstfault.") != std::string::npos) found.push_back(e.path().string());
+    }
+    return found;
+  }
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  fs::path secret_, jobs_, out_;
+};
+
+TEST_F(EpilogOwner, Issue31ForgedUserIdInTheCommentIsNotTakenForRoot) {
+  // sbatch --comment "x UserId=root(0) GroupId=root(0)": the record then names the owner
+  // twice. Without SLURM_JOB_UID the owner is unknown: nothing is read.
+  scontrol_says(record("train-failed", "x UserId=root(0) GroupId=root(0)"));
+  Outcome r = run("slurm-epilog");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  EXPECT_EQ(written(), std::vector<std::string>{}) << r.err;
+  EXPECT_NE(r.err.find("the job's owner is not known for certain"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'UserId' twice"), std::string::npos) << r.err;
+  // With SLURM_JOB_UID (as slurmd runs the Epilog) the epilog reads as nobody, who cannot
+  // read the link's target.
+  ::setenv("SLURM_JOB_UID", std::to_string(uid_).c_str(), 1);
+  ::setenv("SLURM_JOB_GID", std::to_string(gid_).c_str(), 1);
+  r = run("slurm-epilog");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  for (const std::string& f : written()) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(f.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, uid_) << f;
+  }
+}
+
+TEST_F(EpilogOwner, Issue31LineBreakInTheJobNameLeavesTheOwnerUnknown) {
+  // A job name "x StdOut=<root-only> StdErr=<root-only>\nb": the first line is a record
+  // with no UserId and the paths the user chose; the real fields follow on the next line.
+  scontrol_says(record("x StdOut=" + secret_.string() + " StdErr=" + secret_.string() + "\nb", ""));
+  Outcome r = run("slurm-epilog");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  EXPECT_EQ(written(), std::vector<std::string>{}) << r.err;
+  EXPECT_NE(r.err.find("line break"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing read"), std::string::npos) << r.err;
+  // A whole forged record on a line of its own, the real one's tail after it.
+  scontrol_says(record("a\nJobId=7 JobName=x UserId=root(0) GroupId=root(0) JobState=FAILED ExitCode=1:0 StdOut=" +
+                           secret_.string() + "\nb",
+                       ""));
+  r = run("slurm-epilog");
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  EXPECT_EQ(written(), std::vector<std::string>{}) << r.err;
+  EXPECT_NE(r.err.find("not known for certain"), std::string::npos) << r.err;
+}
+
+TEST_F(EpilogOwner, Issue31PipeInTheJobNameDoesNotShiftSacctsOwner) {
+  // slurmctld has forgotten the job; sacct -P joins the fields with '|', and the job name
+  // "n|FAILED|1:0|<dir>|root|localhost|<root-only>|<root-only>|" would move "root" into the
+  // User column of a query that asks for JobName before User.
+  fake("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n");
+  const std::string forged = "n|FAILED|1:0|" + dir_.string() + "|root|localhost|" + secret_.string() + "|" +
+                             secret_.string() + "|";
+  fs::remove(out_);
+  write_file(jobs_ / "real.out", kFailedLog);
+  ::chown((jobs_ / "real.out").c_str(), uid_, gid_);
+  fake_sacct({{"JobID", "7"}, {"JobName", forged}, {"State", "FAILED"}, {"ExitCode", "1:0"},
+              {"WorkDir", jobs_.string()}, {"User", "nobody"}, {"UID", std::to_string(uid_)},
+              {"GID", std::to_string(gid_)}, {"NodeList", "localhost"}, {"StdOut", (jobs_ / "real.out").string()},
+              {"StdErr", (jobs_ / "real.out").string()}, {"SubmitLine", "sbatch job.sh"}});
+  Outcome r = run("slurm-epilog");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  // The owner from sacct's UID column, the paths asked for one by one: nobody's diagnosis of
+  // nobody's output, owned by nobody.
+  const fs::path json = jobs_ / "real.out.firstfault.json";
+  ASSERT_TRUE(fs::exists(json)) << r.err << calls();
+  struct stat st {};
+  ASSERT_EQ(::stat(json.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid_);
+  EXPECT_EQ(primary_id(json::parse(slurp(json))), "python.memory.memory-error");
+}
+
+TEST_F(EpilogOwner, Issue31RecordAndSlurmJobUidMustAgree) {
+  // A record whose fields are certain names root; slurmd says nobody: nothing is read.
+  std::string rec = record("train-failed", "");
+  rec.replace(rec.find("UserId=nobody(" + std::to_string(uid_) + ")"),
+              std::string("UserId=nobody(" + std::to_string(uid_) + ")").size(), "UserId=root(0)");
+  scontrol_says(rec);
+  ::setenv("SLURM_JOB_UID", std::to_string(uid_).c_str(), 1);
+  Outcome r = run("slurm-epilog");
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  EXPECT_EQ(written(), std::vector<std::string>{}) << r.err;
+  EXPECT_NE(r.err.find("scontrol says the owner is uid 0, SLURM_JOB_UID says " + std::to_string(uid_)),
+            std::string::npos)
+      << r.err;
+  // A SLURM_JOB_UID that is not a number is not 0.
+  ::setenv("SLURM_JOB_UID", "nobody", 1);
+  r = run("slurm-epilog");
+  EXPECT_EQ(leaks(), std::vector<std::string>{}) << r.err;
+  EXPECT_NE(r.err.find("SLURM_JOB_UID is not a uid"), std::string::npos) << r.err;
+}
+
+TEST_F(EpilogOwner, Issue31DiagnosisGetsTheOutputsModeAndOwner) {
+  // A private output (0600): its diagnosis quotes its lines, so it is private too, and
+  // nobody's.
+  fs::remove(out_);
+  write_file(out_, kFailedLog);
+  ::chmod(out_.c_str(), 0600);
+  ASSERT_EQ(::chown(out_.c_str(), uid_, gid_), 0);
+  scontrol_says(record("train-failed", ""));
+  ::setenv("SLURM_JOB_UID", std::to_string(uid_).c_str(), 1);
+  ::setenv("SLURM_JOB_GID", std::to_string(gid_).c_str(), 1);
+  Outcome r = run("slurm-epilog");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* suffix : {".firstfault.json", ".firstfault.md"}) {
+    const std::string f = out_.string() + suffix;
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0) << f << r.err;
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << f;
+    EXPECT_EQ(st.st_uid, uid_) << f;
+  }
+  // A 0640 output: 0640, never 0644.
+  ::chmod(out_.c_str(), 0640);
+  r = run("slurm-epilog");
+  struct stat st {};
+  ASSERT_EQ(::stat((out_.string() + ".firstfault.json").c_str(), &st), 0) << r.err;
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
 // The real daemons' output (tests/slurm/run.sh CAPTURE_DIR wrote them): srun --label, srun's

@@ -529,4 +529,52 @@ TEST_F(Watch, HistorySaysWhenAFailureRecurs) {
   EXPECT_TRUE(fs::exists(dir_ / "state" / "firstfault" / "history.db"));
 }
 
+// Issue 31: `watch --metrics 0.0.0.0:P` listened on every interface without a word, where
+// serve asks for --allow-remote. A non-loopback address is refused (exit 2) without it.
+TEST_F(Watch, Issue31MetricsOffLoopbackNeedAllowRemote) {
+  ff::test::write_file(dir_ / "train.log", "step 1 loss 1.0\n");
+  for (const char* address : {"0.0.0.0:0", "[::]:0", "192.0.2.1:9464"}) {
+    const pid_t pid = start("watch " + quote((dir_ / "train.log").string()) + " --metrics " + quote(std::string(address)));
+    EXPECT_EQ(finish(pid, 10), 2) << address;
+    const std::string err = ff::test::slurp(dir_ / "stderr");
+    EXPECT_NE(err.find("--allow-remote"), std::string::npos) << address << ": " << err;
+  }
+}
+
+// Issue 31: `run` keeps its command line in the history, and a token given on it
+// (`--hf_token hf_...`) was kept as it is, in a 0644 database in a 0755 folder, and
+// printed by `history`. It is redacted by --redact's rules, the folder 0700, the file 0600.
+TEST_F(Watch, Issue31RunKeepsNoTokenOfItsCommandLineInAPrivateHistory) {
+  const std::string env = "XDG_STATE_HOME=" + quote((dir_ / "state").string()) + " FIRSTFAULT_NO_HISTORY= ";
+  const std::string token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567";
+  const std::string cmd =
+      "sh -c " + quote("cat " + quote(data_path("01_rank_exception.log")) + "; exit 1") + " sh --hf_token " + token;
+  ff::test::Outcome r = run_firstfault_env(env, "run --report " + quote((dir_ / "report.txt").string()) + " -- " + cmd);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  ff::test::Outcome h = run_firstfault_env(env, "history -f json");
+  ASSERT_EQ(h.rc, 0) << h.err;
+  const json rows = json::parse(h.out);
+  ASSERT_EQ(rows.size(), 1u) << h.out;
+  const std::string job = rows[0]["job"];
+  EXPECT_EQ(job.find(token), std::string::npos) << job;
+  EXPECT_NE(job.find("[REDACTED:"), std::string::npos) << job;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "state")) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(ff::test::slurp(e.path()).find(token), std::string::npos) << e.path();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ / "state" / "firstfault").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir_ / "state" / "firstfault" / "history.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A folder an older version made 0755, and its 0644 database, are made private.
+  ::chmod((dir_ / "state" / "firstfault").c_str(), 0755);
+  ::chmod((dir_ / "state" / "firstfault" / "history.db").c_str(), 0644);
+  ASSERT_EQ(run_firstfault_env(env, "history").rc, 0);
+  ASSERT_EQ(::stat((dir_ / "state" / "firstfault").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir_ / "state" / "firstfault" / "history.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
 }  // namespace

@@ -79,10 +79,10 @@ std::optional<Loaded> load_or_say(const Options& opt, bool quiet_kb_errors, KbFi
 
 // Writes a file the user named (-o) whole or not at all (base/cache.h), beside it. Returns
 // the problem, or "" when written.
-std::string write_output_file(const std::string& path, std::string_view bytes) {
+std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode) {
   const std::filesystem::path target(path);
   const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
-  const int err = write_file_atomically(dir, path, {bytes}, true);
+  const int err = write_file_atomically(dir, path, {bytes}, true, mode);
   return err == 0 ? std::string() : std::strerror(err);
 }
 

@@ -1,6 +1,8 @@
 // app/commands.h — one function per subcommand; each returns the process exit code.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -92,7 +94,8 @@ bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector
 bool use_colour(const Options& opt, bool tty);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
-std::string write_output_file(const std::string& path, std::string_view bytes);
+// Its mode is `mode` less the umask (the epilog gives a diagnosis its output's mode).
+std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode = 0666);
 
 // A diagnosed job as `diagnose --format json|html|markdown|vimgrep|sarif` prints it
 // (redacted when the job has a redactor); mark_nothing_read gives the answer for a job of which nothing was read.

@@ -1,7 +1,10 @@
 #include "app/history.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -112,7 +115,22 @@ Result<std::unique_ptr<History>> History::open(const std::string& path) {
   if (path.empty()) return make_error(ErrorCode::kNotFound, "no place for the history (set XDG_STATE_HOME or HOME)");
   std::error_code ec;
   const fs::path dir = fs::path(path).parent_path();
-  if (!dir.empty()) fs::create_directories(dir, ec);
+  // The history holds what the user ran and what failed: its folder is the user's alone
+  // (0700, and a folder of ours named firstfault made so when an older version made it
+  // 0755), the database 0600 (SQLite gives its journal the same mode).
+  if (!dir.empty()) {
+    if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
+    struct stat st {};
+    if (::mkdir(dir.c_str(), 0700) != 0 && dir.filename() == "firstfault" && ::lstat(dir.c_str(), &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) != 0)
+      ::chmod(dir.c_str(), st.st_mode & 0700);
+  }
+  if (const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600); fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) != 0)
+      ::fchmod(fd, st.st_mode & 0600);
+    ::close(fd);
+  }
   sqlite3* db = nullptr;
   // NOFOLLOW: a symbolic link planted at the history's place is not written through.
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW;

@@ -204,6 +204,10 @@ void Server::answer(const Parked& p, const Document& doc) {
     }
   } catch (const json::exception& e) {
     respond_error(p.id, kInvalidParams, fmt::format("bad parameters for {}: {}", p.method, e.what()));
+  } catch (const std::exception& e) {
+    // A parked request is answered on the diagnosing thread: an exception that left here
+    // (a report that cannot be written) ended the server through std::terminate.
+    respond_error(p.id, kInternalError, fmt::format("{}: {}", p.method, e.what()));
   }
 }
 

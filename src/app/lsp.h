@@ -50,6 +50,15 @@ size_t utf16_length(std::string_view s);
 // Line `line` (0-based) of text, without its line end; empty past the end.
 std::string_view line_at(std::string_view text, size_t line);
 
+// The deepest nesting of arrays and objects that a message may have: JSON-RPC's messages
+// nest a few levels; a parser, and the copies of what it builds, recurse once per level, so
+// 100,000 brackets would end the server (SIGSEGV). A body nested deeper is answered with
+// ParseError without being parsed.
+inline constexpr size_t kMaxJsonDepth = 128;
+// Whether `body` nests arrays and objects deeper than `limit` (brackets inside strings
+// do not count), found in one pass without parsing.
+bool json_deeper_than(std::string_view body, size_t limit);
+
 // Reads framed messages from a file descriptor. next() returns a body, or nullopt at the
 // end of input; headers that are not valid are said on stderr and skipped.
 class MessageReader {

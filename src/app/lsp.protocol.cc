@@ -242,7 +242,35 @@ void Server::log(const std::string& text) { fmt::print(stderr, "firstfault lsp: 
 
 // ---- input ----
 
+bool json_deeper_than(std::string_view body, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 bool Server::handle_message(const std::string& body, int& rc) {
+  if (json_deeper_than(body, kMaxJsonDepth)) {
+    log(fmt::format("a message nested deeper than {} levels; answered with ParseError", kMaxJsonDepth));
+    respond_error(nullptr, kParseError, fmt::format("the message nests deeper than {} levels", kMaxJsonDepth));
+    return false;
+  }
   json msg = json::parse(body, nullptr, false);
   if (msg.is_discarded() || !msg.is_object()) {
     log("a message that is not a JSON object; answered with ParseError");

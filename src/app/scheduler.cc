@@ -34,124 +34,8 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-bool is_key_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '/';
-}
-
-// At `i` (just after a space): a "Key=" that starts a field.
-bool key_starts_at(std::string_view s, size_t i) {
-  if (i >= s.size() || !((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z'))) return false;
-  size_t k = i;
-  while (k < s.size() && is_key_char(s[k])) ++k;
-  return k < s.size() && s[k] == '=';
-}
-
-// "root(0)" -> 0
-std::optional<unsigned> id_in_parens(std::string_view v) {
-  const size_t a = v.rfind('('), b = v.rfind(')');
-  if (a == std::string_view::npos || b == std::string_view::npos || b <= a + 1) return std::nullopt;
-  unsigned n = 0;
-  for (size_t i = a + 1; i < b; ++i) {
-    if (v[i] < '0' || v[i] > '9') return std::nullopt;
-    n = n * 10 + static_cast<unsigned>(v[i] - '0');
-  }
-  return n;
-}
-
-std::string name_before_parens(std::string_view v) {
-  const size_t a = v.find('(');
-  return std::string(a == std::string_view::npos ? v : v.substr(0, a));
-}
-
-bool regular_file(const std::string& path) {
-  struct stat st {};
-  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string absolute_in(const std::string& path, const std::string& dir) {
-  if (path.empty() || path[0] == '/' || dir.empty()) return path;
-  return dir + "/" + path;
-}
-
-// The -o/--output and -e/--error of an sbatch command line (sacct's SubmitLine).
-std::string submit_option(const std::string& line, std::string_view short_opt, std::string_view long_opt) {
-  std::vector<std::string> words;
-  for (std::string_view w : split(line, ' ')) {
-    if (!w.empty()) words.emplace_back(w);
-  }
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if (w == short_opt || w == long_opt) return i + 1 < words.size() ? words[i + 1] : std::string();
-    if (starts_with(w, std::string(long_opt) + "=")) return w.substr(long_opt.size() + 1);
-    if (starts_with(w, short_opt) && w.size() > short_opt.size() && w[1] != '-') return w.substr(short_opt.size());
-  }
-  return {};
-}
-
-SlurmJob from_scontrol(const std::map<std::string, std::string>& f) {
-  SlurmJob j;
-  auto get = [&](const char* k) {
-    auto it = f.find(k);
-    return it == f.end() ? std::string() : it->second;
-  };
-  j.id = get("JobId");
-  j.name = get("JobName");
-  j.state = get("JobState");
-  j.exit_code = get("ExitCode");
-  j.reason = get("Reason");
-  j.std_out = get("StdOut");
-  j.std_err = get("StdErr");
-  j.work_dir = get("WorkDir");
-  j.user = name_before_parens(get("UserId"));
-  j.uid = id_in_parens(get("UserId"));
-  j.gid = id_in_parens(get("GroupId"));
-  j.batch_host = get("BatchHost");
-  j.node_list = get("NodeList");
-  j.from = "scontrol";
-  return j;
-}
-
-std::optional<SlurmJob> from_sacct(const std::string& out, bool with_std, std::string& problem) {
-  for (std::string_view line : split(out, '\n')) {
-    if (trim(line).empty()) continue;
-    std::vector<std::string> c;
-    for (std::string_view piece : split(line, '|')) c.emplace_back(piece);
-    const size_t need = with_std ? 10 : 8;
-    if (c.size() < need) continue;
-    SlurmJob j;
-    j.id = c[0];
-    j.name = c[1];
-    j.state = c[2];
-    j.exit_code = c[3];
-    j.work_dir = c[4];
-    j.user = c[5];
-    j.node_list = c[6];
-    size_t next = 7;
-    if (with_std) {
-      j.std_out = c[7];
-      j.std_err = c[8];
-      next = 9;
-    }
-    std::string submit;  // the rest: SubmitLine may hold '|'
-    for (size_t i = next; i < c.size(); ++i) submit += (i > next ? "|" : "") + c[i];
-    if (struct passwd* pw = ::getpwnam(j.user.c_str())) {
-      j.uid = pw->pw_uid;
-      j.gid = pw->pw_gid;
-    }
-    j.batch_host = j.node_list.find_first_of("[,") == std::string::npos ? j.node_list : std::string();
-    // Before Slurm 24.05 sacct has no StdOut: the sbatch line's -o/-e (the caller then
-    // tries the stored batch script's #SBATCH lines, then sbatch's default).
-    if (j.std_out.empty()) j.std_out = submit_option(submit, "-o", "--output");
-    if (j.std_err.empty()) j.std_err = submit_option(submit, "-e", "--error");
-    j.from = "sacct";
-    return j;
-  }
-  problem = "sacct knows no such job";
-  return std::nullopt;
-}
-
 // The job as the epilog's environment describes it (SLURM_JOB_STDOUT is the pattern as
-// given, not expanded).
+// given, not expanded). Its owner is job_owner's to say, from SLURM_JOB_UID.
 std::optional<SlurmJob> from_environment(const std::string& id) {
   SlurmJob j;
   j.id = id;
@@ -159,16 +43,17 @@ std::optional<SlurmJob> from_environment(const std::string& id) {
   j.user = env("SLURM_JOB_USER");
   j.work_dir = env("SLURM_JOB_WORK_DIR");
   j.node_list = env("SLURM_JOB_NODELIST");
-  if (const std::string u = env("SLURM_JOB_UID"); !u.empty())
-    j.uid = static_cast<unsigned>(std::strtoul(u.c_str(), nullptr, 10));
-  if (const std::string g = env("SLURM_JOB_GID"); !g.empty())
-    j.gid = static_cast<unsigned>(std::strtoul(g.c_str(), nullptr, 10));
   const std::string out = env("SLURM_JOB_STDOUT");
   if (out.empty()) return std::nullopt;
-  j.std_out = absolute_in(expand_slurm_pattern(out, j), j.work_dir);
-  j.std_err = absolute_in(expand_slurm_pattern(env("SLURM_JOB_STDERR"), j), j.work_dir);
+  j.std_out = detail::absolute_in(expand_slurm_pattern(out, j), j.work_dir);
+  j.std_err = detail::absolute_in(expand_slurm_pattern(env("SLURM_JOB_STDERR"), j), j.work_dir);
   j.from = "environment";
   return j;
+}
+
+bool regular_file(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 std::vector<std::string> log_files(const SlurmJob& j) {
@@ -185,22 +70,78 @@ void say(const std::string& id, const std::string& text) {
   std::fflush(stderr);
 }
 
+struct Owner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// The job's owner, known for certain, or why not (in `why`). SLURM_JOB_UID/GID, which
+// slurmd sets for the Epilog (and slurmctld for EpilogSlurmctld), come first, cross-checked
+// with the record where its boundaries are certain; without them only such a record says.
+// A name is never looked up: a name the node cannot resolve must not become root.
+std::optional<Owner> job_owner(const SlurmJob& j, std::string& why) {
+  const std::string env_uid = env("SLURM_JOB_UID"), env_gid = env("SLURM_JOB_GID");
+  std::optional<unsigned> uid, gid;
+  if (!env_uid.empty()) {
+    uid = detail::parse_id(env_uid);
+    if (!uid) {
+      why = "SLURM_JOB_UID is not a uid ('" + env_uid + "')";
+      return std::nullopt;
+    }
+    if (j.uid && *j.uid != *uid) {
+      why = fmt::format("{} says the owner is uid {}, SLURM_JOB_UID says {}", j.from, *j.uid, *uid);
+      return std::nullopt;
+    }
+    if (!env_gid.empty()) {
+      gid = detail::parse_id(env_gid);
+      if (!gid) {
+        why = "SLURM_JOB_GID is not a gid ('" + env_gid + "')";
+        return std::nullopt;
+      }
+    } else if (j.uid) {
+      gid = j.gid;
+    }
+  } else if (j.uid) {
+    uid = j.uid;
+    gid = j.gid;
+  } else {
+    why = (j.owner_doubt.empty() ? j.from + " names no owner" : j.owner_doubt) + ", and SLURM_JOB_UID is not set";
+    return std::nullopt;
+  }
+  if (!gid) {
+    if (const struct passwd* pw = ::getpwuid(*uid)) {
+      gid = pw->pw_gid;
+    } else {
+      why = fmt::format("the group of uid {} is not known (no SLURM_JOB_GID, no passwd entry)", *uid);
+      return std::nullopt;
+    }
+  }
+  return Owner{static_cast<uid_t>(*uid), static_cast<gid_t>(*gid)};
+}
+
 // The job's owner for the time the logs are read and the diagnosis written: a root epilog
 // must not read, for the user, a file the user could not read (a StdOut that is a link to
-// /etc/shadow), nor leave root's files in the user's folder.
+// /etc/shadow), nor leave root's files in the user's folder. An epilog that is neither
+// root nor the owner cannot act as the owner, so it reads nothing (`problem` says so).
 class AsJobOwner {
  public:
-  AsJobOwner(const SlurmJob& j, std::string& problem) {
-    if (::geteuid() != 0 || !j.uid || *j.uid == 0) return;
-    const gid_t gid = j.gid ? *j.gid : static_cast<gid_t>(*j.uid);
+  AsJobOwner(const Owner& o, std::string& problem) {
+    if (::geteuid() != 0) {
+      if (::geteuid() != o.uid)
+        problem = fmt::format("runs as uid {}, neither root nor the job's owner (uid {}): it cannot read as the owner",
+                              ::geteuid(), o.uid);
+      return;
+    }
+    if (o.uid == 0) return;  // root's own job
     saved_groups_.resize(static_cast<size_t>(std::max(0, ::getgroups(0, nullptr))));
     if (!saved_groups_.empty())
       saved_groups_.resize(
           static_cast<size_t>(::getgroups(static_cast<int>(saved_groups_.size()), saved_groups_.data())));
-    const struct passwd* pw = ::getpwuid(*j.uid);
-    const bool groups_ok = pw ? ::initgroups(pw->pw_name, gid) == 0 : ::setgroups(1, &gid) == 0;
-    if (!groups_ok || ::setegid(gid) != 0 || ::seteuid(*j.uid) != 0) {
-      problem = fmt::format("cannot act as the job's user (uid {}): {}", *j.uid, std::strerror(errno));
+    const struct passwd* pw = ::getpwuid(o.uid);
+    touched_ = true;
+    const bool groups_ok = pw ? ::initgroups(pw->pw_name, o.gid) == 0 : ::setgroups(1, &o.gid) == 0;
+    if (!groups_ok || ::setegid(o.gid) != 0 || ::seteuid(o.uid) != 0) {
+      problem = fmt::format("cannot act as the job's user (uid {}): {}", o.uid, std::strerror(errno));
       restore();
       return;
     }
@@ -211,6 +152,7 @@ class AsJobOwner {
   void restore() {
     if (done_) return;
     done_ = true;
+    if (!touched_) return;
     if (::geteuid() != 0 && ::seteuid(0) != 0) return;
     if (::setegid(0) != 0) {}
     if (::setgroups(saved_groups_.size(), saved_groups_.data()) != 0) {}
@@ -218,138 +160,12 @@ class AsJobOwner {
 
  private:
   std::vector<gid_t> saved_groups_;
+  bool touched_ = false;  // the groups or ids were changed: restore() puts them back
   bool switched_ = false;
   bool done_ = false;
 };
 
 }  // namespace
-
-std::map<std::string, std::string> parse_scontrol_fields(std::string_view line) {
-  std::map<std::string, std::string> fields;
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
-  size_t i = 0;
-  while (i < line.size() && line[i] == ' ') ++i;
-  while (i < line.size()) {
-    const size_t eq = line.find('=', i);
-    if (eq == std::string_view::npos) break;
-    const std::string key(line.substr(i, eq - i));
-    size_t end = eq + 1;
-    for (;;) {
-      const size_t sp = line.find(' ', end);
-      if (sp == std::string_view::npos) {
-        end = line.size();
-        break;
-      }
-      if (key_starts_at(line, sp + 1)) {
-        end = sp;
-        break;
-      }
-      end = sp + 1;
-    }
-    fields[key] = std::string(line.substr(eq + 1, end - eq - 1));
-    i = end;
-    while (i < line.size() && line[i] == ' ') ++i;
-  }
-  return fields;
-}
-
-std::string expand_slurm_pattern(std::string_view p, const SlurmJob& job) {
-  std::string out;
-  const size_t us = job.id.find('_');
-  const std::string master = us == std::string::npos ? job.id : job.id.substr(0, us);
-  const std::string task = us == std::string::npos ? std::string() : job.id.substr(us + 1);
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] != '%' || i + 1 >= p.size()) {
-      out += p[i];
-      continue;
-    }
-    size_t k = i + 1;
-    int width = 0;
-    while (k < p.size() && p[k] >= '0' && p[k] <= '9') width = std::min(10, width * 10 + (p[k++] - '0'));
-    if (k >= p.size()) {
-      out += p.substr(i);
-      break;
-    }
-    auto pad = [&](const std::string& v) {
-      return static_cast<int>(v.size()) < width ? std::string(static_cast<size_t>(width) - v.size(), '0') + v : v;
-    };
-    switch (p[k]) {
-      case '%': out += '%'; break;
-      case 'j':
-      case 'J': out += pad(job.id); break;
-      case 'A': out += pad(master); break;
-      case 'a': out += pad(task.empty() ? "4294967294" : task); break;
-      case 'x': out += job.name; break;
-      case 'u': out += job.user; break;
-      case 'N': out += job.batch_host.empty() ? job.node_list : job.batch_host; break;
-      default: out += p.substr(i, k - i + 1); break;  // %s %t %n: per step or task
-    }
-    i = k;
-  }
-  return out;
-}
-
-SlurmLookup lookup_slurm_job(const std::string& id, double timeout_s) {
-  SlurmLookup r;
-  CommandOptions co;
-  co.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(1.0, timeout_s) * 1000));
-  CommandResult sc = run_command({"scontrol", "show", "job", "-o", id}, co);
-  if (sc.ok()) {
-    for (std::string_view line : split(sc.out, '\n')) {
-      auto fields = parse_scontrol_fields(line);
-      // An array job lists every task: the one asked for, else the first.
-      if (fields.count("JobId") == 0) continue;
-      SlurmJob j = from_scontrol(fields);
-      const auto arr = fields.find("ArrayJobId"), task = fields.find("ArrayTaskId");
-      const bool same =
-          j.id == id || (arr != fields.end() && task != fields.end() && arr->second + "_" + task->second == id);
-      if (!r.job || same) r.job = j;
-      if (same) break;
-    }
-    if (r.job) return r;
-  }
-  std::string why = sc.describe("scontrol");
-  // Not in slurmctld's memory any more (MinJobAge): the accounting database.
-  const std::vector<std::string> base = {"sacct", "-j", id, "-X", "-n", "-P", "-o"};
-  auto with = [&](const char* fields) {
-    std::vector<std::string> a = base;
-    a.emplace_back(fields);
-    return a;
-  };
-  CommandResult sa =
-      run_command(with("JobID,JobName,State,ExitCode,WorkDir,User,NodeList,StdOut,StdErr,SubmitLine"), co);
-  bool with_std = true;
-  if (!sa.ok() && (sa.err.find("Invalid field") != std::string::npos || sa.err.find("StdOut") != std::string::npos)) {
-    sa = run_command(with("JobID,JobName,State,ExitCode,WorkDir,User,NodeList,SubmitLine"), co);  // before 24.05
-    with_std = false;
-  }
-  if (sa.ok()) {
-    std::string problem;
-    if (auto j = from_sacct(sa.out, with_std, problem)) {
-      // #SBATCH -o/-e in the script, which slurmdbd keeps with AccountingStoreFlags=job_script.
-      if (j->std_out.empty() || j->std_err.empty()) {
-        CommandResult script = run_command({"sacct", "-j", id, "--batch-script"}, co);
-        if (script.ok()) {
-          std::string options;
-          for (std::string_view line : split(script.out, '\n')) {
-            if (starts_with(line, "#SBATCH")) options += " " + std::string(trim(line.substr(7)));
-          }
-          if (j->std_out.empty()) j->std_out = submit_option(options, "-o", "--output");
-          if (j->std_err.empty()) j->std_err = submit_option(options, "-e", "--error");
-        }
-      }
-      if (j->std_out.empty()) j->std_out = j->id.find('_') != std::string::npos ? "slurm-%A_%a.out" : "slurm-%j.out";
-      j->std_out = absolute_in(expand_slurm_pattern(j->std_out, *j), j->work_dir);
-      j->std_err = absolute_in(expand_slurm_pattern(j->std_err, *j), j->work_dir);
-      r.job = std::move(j);
-      return r;
-    }
-    r.problem = why + "; " + problem;
-    return r;
-  }
-  r.problem = why + "; " + sa.describe("sacct");
-  return r;
-}
 
 std::optional<bool> slurm_job_failed_from_env() {
   const std::string ec2 = env("SLURM_JOB_EXIT_CODE2"), derived = env("SLURM_JOB_DERIVED_EC");
@@ -461,13 +277,14 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
     if (env("SLURM_SCRIPT_CONTEXT") == "epilog_slurmd" && !node.empty() && !job.batch_host.empty() &&
         node != job.batch_host)
       return 0;
-    const std::vector<std::string> files = log_files(job);
-    if (files.empty()) {
-      say(id, fmt::format("no output file to diagnose (StdOut={}, StdErr={})", job.std_out, job.std_err));
+    // Whose rights the output is read with: the owner, known for certain, or nothing is read.
+    std::string why;
+    const std::optional<Owner> job_user = job_owner(job, why);
+    if (!job_user) {
+      say(id, "the job's owner is not known for certain (" + why + "); nothing read");
       return 0;
     }
     Options opt = opt_in;
-    opt.inputs = files;
     opt.no_progress = true;
     auto loaded = load_everything(opt, true, KbFields::kDiagnosis);
     if (!loaded.ok()) {
@@ -479,11 +296,22 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
     std::vector<std::string> written;
     {
       std::string problem;
-      AsJobOwner owner(job, problem);
+      AsJobOwner owner(*job_user, problem);
       if (!problem.empty()) {
         say(id, problem + "; nothing read");
         return 0;
       }
+      // As the owner from here: even whether the output is a file is the owner's to see.
+      const std::vector<std::string> files = log_files(job);
+      if (files.empty()) {
+        say(id, fmt::format("no output file to diagnose (StdOut={}, StdErr={})", job.std_out, job.std_err));
+        return 0;
+      }
+      opt.inputs = files;
+      // The diagnosis quotes the output's lines: it gets the output's mode, never wider
+      // (a 0600 output, a 0600 diagnosis), and, written as the owner, the owner's files.
+      struct stat out_st {};
+      const mode_t mode = ::stat(files[0].c_str(), &out_st) == 0 ? (out_st.st_mode & 0666) : 0600;
       scan::ScanOptions sopt;
       sopt.threads = opt.threads;
       const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
@@ -498,7 +326,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       for (const auto& [suffix, bytes] :
            {std::pair<const char*, const std::string*>{".firstfault.json", &json}, {".firstfault.md", &markdown}}) {
         const std::string path = base + suffix;
-        if (std::string p = write_output_file(path, *bytes); !p.empty())
+        if (std::string p = write_output_file(path, *bytes, mode); !p.empty())
           say(id, fmt::format("cannot write {}: {}", path, p));
         else
           written.push_back(path);

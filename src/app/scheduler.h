@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "app/commands.h"
@@ -31,14 +32,33 @@ struct SchedulerOptions {
 };
 
 // One line of `scontrol show job -o` as its Key=Value fields. Values may hold spaces
-// (a Command= path, a Comment=): a field ends where " Key=" starts the next one.
+// (a Command= path, a Comment=): a field ends where " Key=" starts the next one. The list
+// keeps every field in order (a key may come twice when a value holds " Key="); the map
+// keeps the last.
 std::map<std::string, std::string> parse_scontrol_fields(std::string_view line);
+std::vector<std::pair<std::string, std::string>> parse_scontrol_field_list(std::string_view line);
+
+// The records of a `scontrol show job -o` answer, one per line that starts with "JobId=".
+// The job's owner writes some of the text (name, comment, command, paths), so a record's
+// boundaries are certain only when every key is one scontrol prints and none comes twice,
+// no line of the answer continues a record (a line break in a field), and no job is listed
+// twice; otherwise `doubt` says why (the fields are still given, the last of a repeated
+// key kept).
+struct ScontrolRecord {
+  std::map<std::string, std::string> fields;
+  std::string doubt;  // "" when the boundaries are certain
+};
+std::vector<ScontrolRecord> parse_scontrol_records(std::string_view out);
 
 // What firstfault needs to know of a Slurm job.
 struct SlurmJob {
   std::string id, name, state, reason, exit_code, std_out, std_err, work_dir, user, batch_host, node_list;
+  // The owner, only where the record says it for certain (see parse_scontrol_records; from
+  // sacct, its numeric UID/GID columns, which come before any free text); else unset and
+  // owner_doubt says why.
   std::optional<unsigned> uid, gid;
-  std::string from;  // "scontrol" or "sacct"
+  std::string owner_doubt;
+  std::string from;  // "scontrol", "sacct" or "environment"
 };
 
 // The job's record from scontrol, or from sacct once slurmctld has forgotten it; the
@@ -60,6 +80,13 @@ bool slurm_state_failed(std::string_view state, std::string_view exit_code, std:
 
 // "firstfault: failed: <title> (rank R, node N, file:line)": the one line for AdminComment.
 std::string one_line_summary(const analyze::Diagnosis& d);
+
+namespace detail {
+// A uid or gid written in decimal ("65534"); nullopt for anything else, and for (uid_t)-1.
+std::optional<unsigned> parse_id(std::string_view s);
+// `path` under `dir` unless it is absolute.
+std::string absolute_in(const std::string& path, const std::string& dir);
+}  // namespace detail
 
 int run_slurm_epilog(const Options& opt, const SchedulerOptions& so);
 int run_slurm(Options opt, const SchedulerOptions& so);

@@ -26,6 +26,9 @@ void add_live_flags(CLI::App* cmd, LiveOptions& o) {
                   "run's typical step interval, at least 30 s");
   cmd->add_option("--metrics", o.metrics,
                   "Serve Prometheus metrics on this address (127.0.0.1:9464; a port alone binds 127.0.0.1)");
+  cmd->add_flag("--allow-remote", o.allow_remote,
+                "Let --metrics listen on an address other than loopback (anyone who can reach it reads the run's "
+                "metrics)");
   cmd->add_flag("--no-history", o.no_history, "Do not keep the diagnosis in the history");
 }
 

@@ -30,6 +30,7 @@ struct LiveOptions {
   std::string on_finding;            // a shell command run once per incident
   std::string stall_after;           // a duration; empty: learned
   std::string metrics;               // Prometheus address
+  bool allow_remote = false;         // --metrics may listen on an address other than loopback
   std::string report;                // run: the diagnosis's file ("" = stderr)
   std::string idle_exit;             // watch: stop after this long without a new byte
   std::string poll = "100ms";        // how often files are checked

@@ -1,5 +1,6 @@
 // app/watch.live.cc — what watch and run share: Live (the KB, the session, the alerts'
 // printing, --on-finding hooks and metrics) and small helpers for the live loops.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -21,6 +22,27 @@
 #include "report/report.h"
 
 namespace ff::app::live {
+
+namespace {
+
+// Whether --metrics ADDRESS:PORT (or PORT alone, which binds 127.0.0.1) listens on loopback
+// only: localhost, 127.0.0.0/8 or ::1.
+bool metrics_on_loopback(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return true;  // a port alone
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost") return true;
+  unsigned char v4[4], v6[16];
+  if (::inet_pton(AF_INET, host.c_str(), v4) == 1) return v4[0] == 127;
+  if (::inet_pton(AF_INET6, host.c_str(), v6) == 1) {
+    static const unsigned char kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return std::memcmp(v6, kLoopback6, 16) == 0;
+  }
+  return false;
+}
+
+}  // namespace
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -162,6 +184,12 @@ int Live::start(const std::vector<std::string>& names) {
   auto loaded = load_or_say(opt_, false, KbFields::kDiagnosis);
   if (!loaded) return 2;
   loaded_ = std::make_unique<Loaded>(std::move(*loaded));
+  if (!lo_.metrics.empty() && !lo_.allow_remote && !metrics_on_loopback(lo_.metrics)) {
+    say_error("--metrics " + lo_.metrics +
+              ": not a loopback address, so anyone who can reach this machine would read the run's metrics; add "
+              "--allow-remote if that is what you want (as firstfault serve asks)");
+    return 2;
+  }
   if (!lo_.metrics.empty()) {
     auto ex = watch::Exporter::create(lo_.metrics);
     if (!ex.ok()) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "app/redaction.h"
 #include "app/watch_internal.h"
 #include "base/escape.h"
 #include "base/interrupt.h"
@@ -125,8 +126,14 @@ int run_run(const Options& opt, const LiveOptions& lo) {
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   const analyze::Diagnosis& d = live.finish();
   // The job is the command, run in this folder ("$ " marks it as no path: app/history.h).
+  // The history keeps it, so its secrets (`--hf_token hf_...`) and identities are replaced
+  // first, by the rules of --redact; without the rules only the program's name is kept.
   std::string cmdline;
   for (const auto& a : lo.command) cmdline += (cmdline.empty() ? "" : " ") + shell_quote(a);
+  if (auto redactor = make_redactor(); redactor.ok())
+    cmdline = redactor.value().apply(cmdline);
+  else
+    cmdline = lo.command.empty() ? std::string() : shell_quote(lo.command[0]) + " [arguments not kept]";
   std::error_code ec;
   const std::string recurrence =
       live.remember("run", {"$ " + std::filesystem::current_path(ec).string() + ": " + cmdline});

@@ -45,7 +45,7 @@ int open_cache_file(const std::string& path, size_t* size) {
 }
 
 int write_file_atomically(const std::string& dir, const std::string& path,
-                          std::initializer_list<std::string_view> pieces, bool readable) {
+                          std::initializer_list<std::string_view> pieces, bool readable, mode_t mode) {
   namespace fs = std::filesystem;
   // A hidden name that no prefix of a cache file matches, unique to this write.
   std::string tmp = (fs::path(dir) / (".tmp-" + fs::path(path).filename().string() + ".XXXXXX")).string();
@@ -55,7 +55,7 @@ int write_file_atomically(const std::string& dir, const std::string& path,
   if (readable) {
     const mode_t mask = ::umask(0);
     ::umask(mask);
-    if (::fchmod(fd, 0666 & ~mask) != 0) err = errno;
+    if (::fchmod(fd, mode & 0666 & ~mask) != 0) err = errno;
   }
   for (std::string_view p : pieces) {
     while (!p.empty() && err == 0) {

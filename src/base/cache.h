@@ -11,6 +11,8 @@
 //     silently recompiled every time.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -28,9 +30,10 @@ int open_cache_file(const std::string& path, size_t* size);
 // Writes the pieces, one after the other, to a new temporary file in dir (which must
 // exist), then renames it to path: a reader sees the old file or the whole new one, and a
 // link at path is replaced, not followed. The file is private (0600, mkstemp's) unless
-// `readable` (0666 less the umask, as a file the user asked for). 0, or the errno.
+// `readable` (`mode`, 0666 by default, less the umask, as a file the user asked for). 0,
+// or the errno.
 int write_file_atomically(const std::string& dir, const std::string& path,
-                          std::initializer_list<std::string_view> pieces, bool readable);
+                          std::initializer_list<std::string_view> pieces, bool readable, mode_t mode = 0666);
 
 // Writes the pieces, one after the other, to path atomically (a new temporary file in
 // dir, then rename; dir is created when missing). False when it could not: the first such

@@ -24,8 +24,13 @@ void set_error(httplib::Response& res, int status, const std::string& message) {
   res.set_content(dump(json{{"error", {{"status", status}, {"message", message}}}}), "application/json");
 }
 
-// An error after which the connection is closed (the request's body was not, or not all,
-// read, so the next bytes on the connection are not a request).
+// An error after which the connection should be closed (the request's body was not, or
+// not all, read, so the next bytes on the connection are not a request). FIXME: Debian's
+// cpp-httplib 0.11.4 closes a connection only when the request asked for it (its
+// connection_closed is decided before routing), so this Connection: close is said but the
+// connection stays open for keep-alive; bytes the client sends after the answer are read
+// as a request (issue 31, request smuggling behind a proxy). Needs a server that lets a
+// handler close the connection.
 void refuse(httplib::Response& res, int status, const std::string& message) {
   res.set_header("Connection", "close");
   set_error(res, status, message);
@@ -103,6 +108,25 @@ void Server::Impl::routes() {
       res.set_header("Allow", "GET, HEAD, POST");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // A body whose length is not certain, or on a request that reads none, would be read as
+    // the next request on the connection (request smuggling behind a proxy that reuses
+    // connections): refused, and the connection closed.
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    for (size_t i = 1; i < lengths; ++i) {
+      if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length", 0)) {
+        refuse(res, 400, "two different Content-Length headers");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (lengths > 0 && req.has_header("Transfer-Encoding")) {
+      refuse(res, 400, "both Content-Length and Transfer-Encoding");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method != "POST" && (req.has_header("Transfer-Encoding") ||
+                                 (lengths > 0 && req.get_header_value("Content-Length") != "0"))) {
+      refuse(res, 400, "a " + req.method + " request with a body is not answered");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method == "POST" && req.path != "/api/diagnose" && req.path != "/api/search") {
       refuse(res, 404, "no such endpoint: POST " + req.path + " (POST /api/diagnose or /api/search)");
       return httplib::Server::HandlerResponse::Handled;
@@ -116,6 +140,12 @@ void Server::Impl::routes() {
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Every answer has a Content-Security-Policy (docs/serve.md): the routes set their own
+  // kind's; any other answer (/healthz, /api/samples, errors, refusals, httplib's own) gets
+  // the API's, which allows nothing.
+  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.has_header("Content-Security-Policy")) res.set_header("Content-Security-Policy", kApiCsp);
   });
   // httplib's own refusals (413, 400, 404) get a body that says what happened.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -205,7 +235,7 @@ void Server::Impl::routes() {
             });
   http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) { diagnose(req, res, reader); });
-  http.Get(R"(/report/([0-9a-f]{16})\.(html|md|json))", [this](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/report/([0-9a-f]{32})\.(html|md|json))", [this](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Diagnosed> d = reports.get(req.matches[1].str());
     if (!d)
       return set_error(res, 404, "this diagnosis is no longer kept (the server keeps the newest few); diagnose again");

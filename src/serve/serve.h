@@ -48,6 +48,7 @@ struct Limits {
   int read_timeout_s = 10;                 // a client silent this long is dropped
   int write_timeout_s = 10;
   size_t kept_reports = 32;         // diagnoses kept in memory for /report/ (oldest dropped)
+  uint64_t kept_report_bytes = 256ull << 20;  // and their bytes together (the newest is always kept)
   unsigned connection_threads = 0;  // 0: max_running + max_waiting + 32
 };
 

@@ -1,22 +1,61 @@
 // serve/serve.reports.cc — ReportStore: the newest diagnoses, in memory, under ids no
 // one can guess, for the page's frame and downloads (/report/<id>.html|md|json).
-#include <fmt/format.h>
+//
+// An id is 128 bits from the kernel's CSPRNG (getrandom(2)), not from a seeded PRNG: the
+// ids a client is given must tell it nothing about the ids of other clients' reports
+// (312 outputs of a std::mt19937_64 give away its state, and so every later id).
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include "serve/serve_internal.h"
 
 namespace ff::serve {
 
+std::string random_report_id() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::abort();  // no kernel randomness: no id can be safe (Linux >= 3.17 has it)
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(2 * sizeof bytes, '0');
+  for (size_t i = 0; i < sizeof bytes; ++i) {
+    id[2 * i] = kHex[bytes[i] >> 4];
+    id[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return id;
+}
+
+namespace {
+
+uint64_t size_of(const Diagnosed& d) { return d.json.size() + d.html.size() + d.markdown.size() + d.verdict.size(); }
+
+}  // namespace
+
 std::string ReportStore::put(std::shared_ptr<const Diagnosed> d) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string id;
-  do { id = fmt::format("{:016x}", rng_()); } while (by_id_.count(id) > 0);
+  do { id = random_report_id(); } while (by_id_.count(id) > 0);
+  bytes_ += size_of(*d);
   by_id_[id] = std::move(d);
   order_.push_back(id);
-  while (order_.size() > most_) {
-    by_id_.erase(order_.front());
+  while (order_.size() > 1 && (order_.size() > most_ || bytes_ > most_bytes_)) {
+    auto it = by_id_.find(order_.front());
+    bytes_ -= size_of(*it->second);
+    by_id_.erase(it);
     order_.pop_front();
   }
   return id;
+}
+
+uint64_t ReportStore::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
 }
 
 std::shared_ptr<const Diagnosed> ReportStore::get(const std::string& id) const {

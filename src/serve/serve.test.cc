@@ -5,6 +5,7 @@
 #include "serve/serve.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -12,8 +13,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+#include "serve/serve_internal.h"
 
 namespace ff::serve {
 namespace {
@@ -37,6 +41,75 @@ TEST(Admission, RunsAFewQueuesAFewAndRefusesTheRest) {
   Admission b(1, 4);
   ASSERT_EQ(b.enter(std::chrono::milliseconds(0)), Admission::Outcome::kAdmitted);
   EXPECT_EQ(b.enter(std::chrono::milliseconds(20)), Admission::Outcome::kTimedOut);
+}
+
+// Issue 31: a client that keeps reports sees their ids; from 312 of them the state of a
+// std::mt19937_64 is recovered and the next id (another user's report) predicted. Here
+// the attack itself: untemper 312 ids, run the generator's twist once, temper: with ids
+// from getrandom the guess is wrong, and an id has 128 bits.
+uint64_t untemper_mt19937_64(uint64_t y) {
+  y ^= y >> 43;
+  y ^= (y << 37) & 0xFFF7EEE000000000ull;
+  uint64_t x = y;  // y ^= (y << 17) & b, undone 17 bits at a time
+  for (int i = 0; i < 4; ++i) x = y ^ ((x << 17) & 0x71D67FFFEDA60000ull);
+  y = x;
+  x = y;  // y ^= (y >> 29) & d, undone 29 bits at a time
+  for (int i = 0; i < 3; ++i) x = y ^ ((x >> 29) & 0x5555555555555555ull);
+  return x;
+}
+uint64_t temper_mt19937_64(uint64_t y) {
+  y ^= (y >> 29) & 0x5555555555555555ull;
+  y ^= (y << 17) & 0x71D67FFFEDA60000ull;
+  y ^= (y << 37) & 0xFFF7EEE000000000ull;
+  return y ^ (y >> 43);
+}
+
+TEST(ReportStore, Issue31IdsAre128RandomBitsNotAGeneratorsSequence) {
+  {  // the attack works on the generator the ids came from before
+    std::mt19937_64 g{12345};
+    uint64_t x[312];
+    for (auto& v : x) v = untemper_mt19937_64(g());
+    const uint64_t y = (x[0] & 0xFFFFFFFF80000000ull) | (x[1] & 0x7FFFFFFFull);
+    const uint64_t next = x[156] ^ (y >> 1) ^ ((y & 1) ? 0xB5026F5AA96619E9ull : 0);
+    ASSERT_EQ(temper_mt19937_64(next), g());
+  }
+  ReportStore store(32);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 313; ++i) ids.push_back(store.put(std::make_shared<Diagnosed>()));
+  for (const std::string& id : ids) {
+    ASSERT_EQ(id.size(), 32u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  }
+  uint64_t x[312];
+  for (size_t i = 0; i < 312; ++i) x[i] = untemper_mt19937_64(std::stoull(ids[i].substr(0, 16), nullptr, 16));
+  const uint64_t y = (x[0] & 0xFFFFFFFF80000000ull) | (x[1] & 0x7FFFFFFFull);
+  const uint64_t next = x[156] ^ (y >> 1) ^ ((y & 1) ? 0xB5026F5AA96619E9ull : 0);
+  EXPECT_NE(fmt::format("{:016x}", temper_mt19937_64(next)), ids[312].substr(0, 16));
+  // The newest 32 are kept; the older ones are gone.
+  EXPECT_NE(store.get(ids[312]), nullptr);
+  EXPECT_EQ(store.get(ids[0]), nullptr);
+}
+
+// Issue 31: kept reports were bounded by count (32) but not by bytes; a report of a
+// 100,000-member tar is about 90 MB, so 32 of them took about 3 GB.
+TEST(ReportStore, Issue31KeptReportsAreBoundedByTheirBytes) {
+  ReportStore store(32, 10u << 20);
+  auto big = std::make_shared<Diagnosed>();
+  big->html.assign(3u << 20, 'h');
+  big->json.assign(1u << 20, 'j');
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(store.put(big));
+  EXPECT_LE(store.bytes(), 10u << 20);
+  EXPECT_NE(store.get(ids.back()), nullptr);
+  EXPECT_NE(store.get(ids[ids.size() - 2]), nullptr);
+  EXPECT_EQ(store.get(ids[0]), nullptr) << "the oldest went first";
+  // One report over the whole budget is still kept, alone: the page shows it.
+  auto huge = std::make_shared<Diagnosed>();
+  huge->html.assign(12u << 20, 'x');
+  const std::string id = store.put(huge);
+  EXPECT_NE(store.get(id), nullptr);
+  EXPECT_EQ(store.get(ids.back()), nullptr);
+  EXPECT_EQ(store.bytes(), 12u << 20);
 }
 
 TEST(HostCheck, OnlyTheLoopbackNamesWithOurPort) {
@@ -195,12 +268,34 @@ TEST_F(ServeTest, MultipartFilesAreStreamsInOrderWithTheirBaseNames) {
   EXPECT_EQ(j["streams"][2]["bytes"], 0u);
 }
 
+// Issue 31: a form field with no file name was diagnosed as a log; only file parts are
+// inputs (docs/serve.md).
+TEST_F(ServeTest, Issue31AFormFieldWithoutAFileNameIsNotALog) {
+  start();
+  httplib::MultipartFormDataItems items = {
+      {"note", "a field, not a file\n", "", ""},
+      {"file", "rank0 line\n", "rank0.log", "text/plain"},
+      {"other", "another field", "", ""},
+  };
+  auto res = client().Post("/api/diagnose", items);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json j = json::parse(res->body);
+  ASSERT_EQ(j["streams"].size(), 1u) << res->body;
+  EXPECT_EQ(j["streams"][0]["name"], "rank0.log");
+  EXPECT_EQ(j["streams"][0]["bytes"], 11u);
+  // Fields only: no file in the upload.
+  auto none = client().Post("/api/diagnose", httplib::MultipartFormDataItems{{"note", "text\n", "", ""}});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 400) << none->body;
+}
+
 TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   start();
   auto res = client().Post("/api/diagnose?keep=1", "a line\n", "text/plain");
   ASSERT_TRUE(res);
   const std::string id = res->get_header_value("X-Firstfault-Report");
-  ASSERT_EQ(id.size(), 16u);
+  ASSERT_EQ(id.size(), 32u);
   auto html = client().Get("/report/" + id + ".html");
   ASSERT_TRUE(html);
   EXPECT_EQ(html->status, 200);
@@ -211,9 +306,29 @@ TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   ASSERT_TRUE(md);
   EXPECT_EQ(md->body, "# report");
   EXPECT_NE(md->get_header_value("Content-Disposition").find("attachment"), std::string::npos);
-  auto gone = client().Get("/report/0123456789abcdef.html");
+  auto gone = client().Get("/report/0123456789abcdef0123456789abcdef.html");
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->status, 404);
+}
+
+// Issue 31: docs/serve.md promises a Content-Security-Policy on every answer; /healthz,
+// /api/samples and the error answers had none.
+TEST_F(ServeTest, Issue31EveryAnswerHasAContentSecurityPolicy) {
+  start();
+  httplib::Headers evil_host = {{"Host", "evil.example:80"}};
+  std::vector<std::pair<std::string, httplib::Result>> answers;
+  answers.emplace_back("/healthz", client().Get("/healthz"));
+  answers.emplace_back("/api/samples", client().Get("/api/samples"));
+  answers.emplace_back("404", client().Get("/no/such/page"));
+  answers.emplace_back("sample 404", client().Get("/samples/nosuch"));
+  answers.emplace_back("421", client().Get("/healthz", evil_host));
+  answers.emplace_back("405", client().Delete("/healthz"));
+  answers.emplace_back("search 400", client().Get("/api/search?q="));
+  for (auto& [what, res] : answers) {
+    ASSERT_TRUE(res) << what;
+    EXPECT_NE(res->get_header_value("Content-Security-Policy").find("default-src 'none'"), std::string::npos)
+        << what << " (HTTP " << res->status << ")";
+  }
 }
 
 TEST_F(ServeTest, AWrongHostOrAForeignOriginIsRefused) {
@@ -317,6 +432,62 @@ TEST_F(ServeTest, NoPathReachesTheFilesystem) {
   EXPECT_NE(page->body.find("/assets/app.js"), std::string::npos);
   EXPECT_NE(page->get_header_value("Content-Security-Policy").find("script-src 'self'"), std::string::npos);
   EXPECT_NE(page->get_header_value("Content-Security-Policy").find("frame-ancestors 'none'"), std::string::npos);
+}
+
+// Issue 31: bytes a request leaves unread are parsed as the next request. A multipart
+// upload over --max-upload got 500 bad_function_call with its body unread; a GET with a
+// body, and two different Content-Lengths, likewise. Each now gets one refusal (413, 400),
+// and the request hidden in the same packet is not answered. (cpp-httplib 0.11.4 keeps the
+// connection open despite the refusal's Connection: close, so bytes sent later on it are
+// still read as a request: see refuse() in serve.cc.)
+TEST_F(ServeTest, Issue31ABodyLeftUnreadIsRefusedNotAnsweredAsTheNextRequest) {
+  Limits l;
+  l.max_upload_bytes = 1024;
+  start(l);
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
+  const std::string hidden = "GET /api/samples HTTP/1.1\r\n" + host + "\r\n";
+  auto exchange = [&](const std::string& bytes) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    timeval tv{3, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(s, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+    ::close(s);
+    return got;
+  };
+  auto answers = [](const std::string& got) {
+    size_t count = 0;
+    for (size_t at = got.find("HTTP/1.1 "); at != std::string::npos; at = got.find("HTTP/1.1 ", at + 1)) ++count;
+    return count;
+  };
+  // Multipart, over the limit by its Content-Length; the hidden request first in the body.
+  std::string body = hidden + std::string(2048, 'x');
+  std::string got = exchange("POST /api/diagnose HTTP/1.1\r\n" + host +
+                             "Content-Type: multipart/form-data; boundary=zz\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got.substr(0, 300);
+  EXPECT_EQ(answers(got), 1u) << got;
+  // A GET with a body.
+  got = exchange("GET /healthz HTTP/1.1\r\n" + host + "Content-Length: " + std::to_string(hidden.size()) +
+                 "\r\n\r\n" + hidden);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got.substr(0, 300);
+  EXPECT_EQ(answers(got), 1u) << got;
+  // Two different Content-Lengths: which one a proxy used is not known.
+  got = exchange("POST /api/search HTTP/1.1\r\n" + host + "Content-Length: 4\r\nContent-Length: " +
+                 std::to_string(4 + hidden.size()) + "\r\n\r\nloss" + hidden);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got.substr(0, 300);
+  EXPECT_EQ(answers(got), 1u) << got;
+  auto after = client().Post("/api/diagnose", "fine\n", "text/plain");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
 }
 
 TEST_F(ServeTest, ASilentClientIsDroppedWhileOthersAreServed) {

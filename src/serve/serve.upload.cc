@@ -132,8 +132,15 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   if (req.has_header("Content-Length")) {
     const uint64_t len = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
     if (len > lim.max_upload_bytes) {
+      // Drained a little (the client reads the answer, not a reset), then the connection is
+      // closed. A multipart body needs its part handler too: without one httplib calls an
+      // empty std::function (500 bad_function_call) and leaves the body unread.
       Drain drain;
-      reader([&](const char*, size_t n) { return drain.more(n); });
+      const auto drop = [&](const char*, size_t n) { return drain.more(n); };
+      if (req.is_multipart_form_data())
+        reader([](const httplib::MultipartFormData&) { return true; }, drop);
+      else
+        reader(drop);
       return refuse(res, 413,
                     fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
                                 "--max-upload, or run firstfault diagnose on the file)",
@@ -174,19 +181,27 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   });
   uint64_t total = 0;
   bool over = false, no_pipe = false;
+  bool in_file = true;  // multipart: the current part is a file (a plain form field is not a log)
   Drain drain;
   auto receive = [&](const char* data, size_t n) {
     total += n;
     if (total > lim.max_upload_bytes) over = true;
     if (over) return drain.more(n);
-    feed.write(data, n);
+    if (in_file) feed.write(data, n);
     return true;
   };
   bool ok;
   if (req.is_multipart_form_data()) {
     ok = reader(
         [&](const httplib::MultipartFormData& part) {
-          if (!feed.open(display_name(part.filename.empty() ? "pasted.log" : part.filename))) {
+          // Only a part with a file name is an input (docs/serve.md); a form field's value
+          // is read and dropped.
+          in_file = !part.filename.empty();
+          if (!in_file) {
+            feed.close_current();
+            return true;
+          }
+          if (!feed.open(display_name(part.filename))) {
             no_pipe = true;
             return false;
           }

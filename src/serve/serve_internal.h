@@ -18,7 +18,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 
 #include "serve/serve.h"
@@ -40,20 +39,28 @@ inline constexpr const char* kReportCsp =
     "frame-ancestors 'self'";
 inline constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'";
 
-// Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory.
+// Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory,
+// each under an id no one can guess (random_report_id), bounded by count and by their
+// bytes together (JSON, HTML and Markdown: a report of a 100,000-member tar is about 90 MB);
+// the newest is kept whatever its size, so the page can always show it.
 class ReportStore {
  public:
-  explicit ReportStore(size_t most) : most_(most) {}
+  explicit ReportStore(size_t most, uint64_t most_bytes = UINT64_MAX) : most_(most), most_bytes_(most_bytes) {}
   std::string put(std::shared_ptr<const Diagnosed> d);
   std::shared_ptr<const Diagnosed> get(const std::string& id) const;
+  uint64_t bytes() const;
 
  private:
   size_t most_;
+  uint64_t most_bytes_;
+  uint64_t bytes_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const Diagnosed>> by_id_;
   std::deque<std::string> order_;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
+
+// A kept report's id: 128 bits from getrandom(2), as 32 lowercase hex digits.
+std::string random_report_id();
 
 // The rest of a body that is refused, read and dropped for a little while, so that the
 // client (still sending) reads the answer instead of a reset connection; a huge one is
@@ -92,7 +99,7 @@ struct Server::Impl {
       : options(std::move(o)),
         handlers(std::move(h)),
         admission(std::max(1u, options.limits.max_running), options.limits.max_waiting),
-        reports(std::max<size_t>(1, options.limits.kept_reports)) {}
+        reports(std::max<size_t>(1, options.limits.kept_reports), options.limits.kept_report_bytes) {}
 
   void routes();
   void diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);

@@ -76,6 +76,8 @@ struct Follower::File {
   bool sniffed = false;    // the first block was checked for binary or compressed data
   bool dead = false;       // skipped or unreadable: not read any more
   bool path_gone = false;  // the path names nothing (said once)
+  bool may_follow = false;  // -L, or the user named this path and it was a link then
+  bool link_said = false;   // "now a symbolic link; not followed" was said
   ~File() {
     if (fd >= 0) ::close(fd);
   }
@@ -88,14 +90,28 @@ Follower::Follower(std::vector<std::string> paths, FollowOptions options)
 
 Follower::~Follower() = default;
 
-void Follower::add_file(FollowSink& sink, const std::string& path, bool at_start) {
+// Opens `path` to read it. Unless `may_follow`, a symbolic link at the path is not
+// followed (O_NOFOLLOW): a link swapped in for a followed file, or planted in a followed
+// folder between the walk and the open, would otherwise show another file's lines (one the
+// link's maker could not read) as this one's.
+static int open_followed(const std::string& path, bool may_follow) {
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (may_follow ? 0 : O_NOFOLLOW));
+}
+
+void Follower::add_file(FollowSink& sink, const std::string& path, bool at_start, bool may_follow) {
   if (known_paths_.count(path) != 0 || skipped_.count(path) != 0) return;
   if (files_.size() >= kMaxFiles) {
     if (skipped_.insert(path).second && skipped_.size() == 1)
       sink.note("more than " + std::to_string(kMaxFiles) + " files: the others are not followed");
     return;
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  may_follow = may_follow || options_.follow_symlinks;
+  const int fd = open_followed(path, may_follow);
+  if (fd < 0 && errno == ELOOP) {
+    skipped_.insert(path);
+    sink.note(path + ": a symbolic link; not followed (use -L)");
+    return;
+  }
   if (fd < 0) {
     skipped_.insert(path);
     sink.error(make_error(ErrorCode::kIo, std::string("cannot open: ") + std::strerror(errno), {path, 0, ""}));
@@ -134,6 +150,7 @@ void Follower::add_file(FollowSink& sink, const std::string& path, bool at_start
   f->fd = fd;
   f->dev = st.st_dev;
   f->ino = st.st_ino;
+  f->may_follow = may_follow;
   known_paths_.insert(path);
   known_ids_.insert({st.st_dev, st.st_ino});
   sink.opened(f->id, path);
@@ -148,8 +165,11 @@ void Follower::walk(FollowSink& sink, bool first) {
       continue;
     }
     if (S_ISREG(st.st_mode)) {
-      // A named file that appears later is still the one asked for.
-      add_file(sink, in, true);
+      // A named file that appears later is still the one asked for. A link the user named
+      // is followed, if it was one from the start; one that appears later is not (-L).
+      struct stat lst {};
+      const bool named_link = first && ::lstat(in.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+      add_file(sink, in, true, named_link);
       continue;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -178,7 +198,7 @@ void Follower::walk(FollowSink& sink, bool first) {
       found.push_back(it->path().string());
     }
     std::sort(found.begin(), found.end());
-    for (const auto& p : found) add_file(sink, p, first);
+    for (const auto& p : found) add_file(sink, p, first, false);
   }
 }
 
@@ -240,7 +260,9 @@ uint64_t Follower::read_new(FollowSink& sink, File& f) {
 void Follower::check_path(FollowSink& sink, File& f) {
   if (f.dead) return;
   struct stat st {};
-  if (::stat(f.path.c_str(), &st) != 0) {
+  // Without -L the path itself is looked at (lstat): a link swapped in for the file is
+  // not the file rotated.
+  if ((f.may_follow ? ::stat(f.path.c_str(), &st) : ::lstat(f.path.c_str(), &st)) != 0) {
     if (!f.path_gone) sink.note(f.path + ": removed or renamed; the open file is still read");
     f.path_gone = true;
     return;
@@ -249,9 +271,23 @@ void Follower::check_path(FollowSink& sink, File& f) {
     f.path_gone = false;
     return;
   }
+  if (S_ISLNK(st.st_mode)) {
+    if (!f.link_said) sink.note(f.path + ": now a symbolic link; not followed (use -L); the open file is still read");
+    f.link_said = true;
+    return;
+  }
   if (!S_ISREG(st.st_mode)) return;
-  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = open_followed(f.path, f.may_follow);
   if (fd < 0) return;  // tried again at the next poll
+  // What was opened is what was looked at: the same device and inode (not a link swapped
+  // in between the two).
+  struct stat opened {};
+  if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_dev != st.st_dev ||
+      opened.st_ino != st.st_ino) {
+    ::close(fd);
+    return;  // tried again at the next poll
+  }
+  f.link_said = false;
   // Rotated: the old file's last bytes first (all of them), then the new file from its start.
   const uint64_t budget = options_.max_bytes_per_file;
   options_.max_bytes_per_file = UINT64_MAX;

@@ -14,6 +14,10 @@
 //     one from its start, as the same source;
 //   - a path that disappears: the open file is still read; it is followed again when the
 //     path comes back.
+// Without -L (follow_symlinks) a symbolic link is never opened, except one the user named
+// that was a link from the start: a link swapped in for a followed file is said and not
+// read (the open file still is), and a reopened file must be the one looked at (same
+// device and inode, O_NOFOLLOW), so that no other file's lines pass for this one's.
 // A rotated copy that appears in a followed folder after the start (`train.log.1`,
 // `train.log-20250101.gz`, the same inode under a new name) is not read again: its lines
 // came through the file it was rotated from. Binary files are skipped with a note (as
@@ -82,7 +86,8 @@ class Follower {
  private:
   struct File;
   void walk(FollowSink& sink, bool first);
-  void add_file(FollowSink& sink, const std::string& path, bool at_start);
+  // may_follow: the path may be a symbolic link (a link the user named; -L allows any).
+  void add_file(FollowSink& sink, const std::string& path, bool at_start, bool may_follow);
   uint64_t read_new(FollowSink& sink, File& f);
   void check_path(FollowSink& sink, File& f);
 

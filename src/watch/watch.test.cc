@@ -119,6 +119,42 @@ TEST_F(FollowTest, RotatedCopyAppearingLaterIsNotReadAgain) {
   EXPECT_EQ(r.got[0], "1\n2\n|truncated|3\n");
 }
 
+// Issue 31: a followed file replaced by a symbolic link to a file of someone else's (the
+// link's maker cannot read it; the user running watch can) is not read as the file
+// rotated, without -L; with -L it is, as asked.
+TEST_F(FollowTest, Issue31ALinkSwappedInForAFollowedFileIsNotFollowedWithoutL) {
+  const fs::path logs = dir_ / "logs", f = logs / "train.log", secret = dir_ / "private.txt";
+  fs::create_directories(logs);
+  write(secret, "PRIVATE line\n");
+  for (const bool follow_links : {false, true}) {
+    FollowOptions o;
+    o.follow_symlinks = follow_links;
+    for (const std::string& named : {f.string(), logs.string()}) {
+      fs::remove(f);
+      write(f, "1\n");
+      Follower fo({named}, o);
+      Recorder r;
+      fo.poll(r, true);
+      const fs::path tmp = dir_ / "link.tmp";  // outside the followed folder
+      fs::create_symlink(secret, tmp);
+      fs::rename(tmp, f);  // atomically, as an attacker would
+      fo.poll(r, true);
+      fo.poll(r, true);
+      if (follow_links) {
+        EXPECT_NE(r.got[0].find("PRIVATE"), std::string::npos) << named;
+      } else {
+        EXPECT_EQ(r.got[0], "1\n") << named;
+        bool said = false;
+        for (const auto& n : r.notes) said |= n.find("symbolic link; not followed") != std::string::npos;
+        EXPECT_TRUE(said) << named;
+      }
+      if (!follow_links) {
+        for (const auto& [id, text] : r.got) EXPECT_EQ(text.find("PRIVATE"), std::string::npos) << id << " " << named;
+      }
+    }
+  }
+}
+
 TEST_F(FollowTest, BinaryAndCompressedFilesAreSkipped) {
   write(dir_ / "model.pt", std::string("\x80\x02\x00\x00\x00\x01\x02\x03", 8) + std::string(4096, '\0'));
   write(dir_ / "old.log.gz", std::string("\x1f\x8b\x08\x00", 4) + std::string(64, 'z'));

@@ -9,10 +9,14 @@
 #   failed    srun --label python3 train.py: a real MemoryError from real code at step 3
 #   healthy   srun --label python3 train.py --steps 4: completes
 #   timeout   --time=0:05 and a loop that never ends: slurmctld cancels it (TIME LIMIT)
+#   forged    --comment "x UserId=root(0) GroupId=root(0)"; the job fails after replacing
+#             its output with a link to a root-only file (issue 31)
+#   newline   a job name with a line break, its first line "x StdOut=<root-only> ..." (issue 31)
 # Checks: the failed job's <StdOut>.firstfault.json/.md name the MemoryError on rank 0 and
 # are owned by nobody; the epilog tried AdminComment and says why it was refused; the
 # time-limit job's diagnosis is slurm.job.time-limit; the healthy job gets no files and its
-# epilog takes under 0.5 s. With CAPTURE_DIR, the real outputs are copied there with the
+# epilog takes under 0.5 s; no file of the jobs' folder (the forged and newline jobs'
+# diagnoses among them) holds a byte of the root-only file. With CAPTURE_DIR, the real outputs are copied there with the
 # machine's paths replaced (tests/data/real/slurm-*.log are made so).
 # Exit 0 pass, 1 fail, 77 skipped (no slurm-wlm/munge, not root, or slurmd cannot start).
 set -u
@@ -229,20 +233,33 @@ while True:
     time.sleep(1)
 '
 EOF
-chmod 644 "$jobs"/*
-submit() { (cd "$jobs" && setpriv --reuid=nobody --regid=nogroup --clear-groups sbatch --parsable "$1" | cut -d';' -f1); }
+# Issue 31: a root-only file, and two jobs of nobody's that try to make the root epilog
+# quote it: a comment that forges the owner (the job then swaps its output for a link to
+# the file and fails), and a job name with a line break whose first line forges the paths.
+secret="$tmp/root-only.log"
+printf 'starting\n0: Traceback (most recent call last):\n0: MemoryError: ROOTSECRET-%s\n' "$$" > "$secret"
+chmod 600 "$secret"
+printf '#!/bin/sh\necho MemoryError\nrm -f "%s"\nln -s "%s" "%s"\nexit 1\n' \
+  "$jobs/forged.out" "$secret" "$jobs/forged.out" > "$jobs/forged.sbatch"
+printf '#!/bin/sh\necho MemoryError\nexit 1\n' > "$jobs/newline.sbatch"
+[ -n "$jobs" ] && chmod 644 "$jobs"/*
+submit() { (cd "$jobs" && setpriv --reuid=nobody --regid=nogroup --clear-groups sbatch --parsable "$@" | cut -d';' -f1); }
 timeout_job=$(submit timeout.sbatch)
 failed_job=$(submit failed.sbatch)
 healthy_job=$(submit healthy.sbatch)
+forged_job=$(submit --comment "x UserId=root(0) GroupId=root(0)" --output="$jobs/forged.out" forged.sbatch)
+newline_job=$(submit --job-name="x StdOut=$secret StdErr=$secret
+b" --output="$jobs/newline.out" newline.sbatch)
 [ -n "$timeout_job" ] && [ -n "$failed_job" ] && [ -n "$healthy_job" ] || { fail "sbatch failed"; exit 1; }
-echo "submitted: failed $failed_job, healthy $healthy_job, timeout $timeout_job"
+[ -n "$forged_job" ] && [ -n "$newline_job" ] || { fail "sbatch of the forged jobs failed"; exit 1; }
+echo "submitted: failed $failed_job, healthy $healthy_job, timeout $timeout_job, forged $forged_job, newline $newline_job"
 
 # Done when every job's epilog has run (slurmctld's time-limit check runs every 30 s).
 for _ in $(seq 900); do
-  [ -f "$tmp/epilog.times" ] && [ "$(wc -l < "$tmp/epilog.times")" -ge 3 ] && break
+  [ -f "$tmp/epilog.times" ] && [ "$(wc -l < "$tmp/epilog.times")" -ge 5 ] && break
   sleep 0.2
 done
-[ -f "$tmp/epilog.times" ] && [ "$(wc -l < "$tmp/epilog.times")" -ge 3 ] || fail "the epilogs did not all run in 180 s"
+[ -f "$tmp/epilog.times" ] && [ "$(wc -l < "$tmp/epilog.times")" -ge 5 ] || fail "the epilogs did not all run in 180 s"
 echo "--- epilog stderr"; cat "$tmp/epilog.log" 2>/dev/null
 echo "--- epilog times (job start end rc)"; cat "$tmp/epilog.times" 2>/dev/null
 echo "--- epilog environment and the job's record then"; cat "$tmp/epilog.env" 2>/dev/null
@@ -302,6 +319,20 @@ else
     *) fail "AdminComment neither set nor its refusal said" ;;
   esac
 fi
+
+# The forged jobs: nothing of the root-only file in any file of the jobs' folder nor in any
+# diagnosis anywhere (beside the root-only file itself, say), and what the epilog wrote in
+# the jobs' folder is nobody's.
+leaked=$( (grep -rl "ROOTSECRET-$$" "$jobs"; grep -rl --include='*.firstfault.*' "ROOTSECRET-$$" "$tmp") 2>/dev/null)
+[ -z "$leaked" ] || fail "the root-only file's words are in: $leaked"
+for j in "$forged_job" "$newline_job"; do
+  [ "$(rc_of "$j")" = 0 ] || fail "the epilog of job $j exited $(rc_of "$j")"
+  echo "job $j: $(grep "job $j:" "$tmp/epilog.log" | head -3)"
+done
+for f in "$jobs"/*.firstfault.*; do
+  [ -e "$f" ] || continue
+  [ "$(stat -c %U "$f")" = nobody ] || fail "$f is owned by $(stat -c %U "$f"), not the job's user"
+done
 
 # The healthy job: nothing written, and its teardown not delayed.
 hout="$jobs/train-healthy-$healthy_job.out"
