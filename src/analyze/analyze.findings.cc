@@ -60,7 +60,7 @@ void fill_traceback_and_context(const Ctx& c, const Incident& inc, Finding& f) {
 void fill_guess(const Ctx& c, const Incident& inc, const Event& de, Finding& f) {
   std::vector<JobNumbers::NearEntry> near;
   if (c.numbers.nearest_entries) near = c.numbers.nearest_entries(de.text);
-  const Guess g = guess_failure(c.kb, inc.exc_type, de.exc_frame.empty() ? inc.decisive->exc_frame : de.exc_frame,
+  const Guess g = guess_failure(c.kb, inc.exc_type, raising_frame(inc, de),
                                 c.on(Rule::kGuessFromWords) ? near : std::vector<JobNumbers::NearEntry>{});
   f.basis = "guess";
   f.category = g.category;
@@ -81,7 +81,7 @@ void fill_guess(const Ctx& c, const Incident& inc, const Event& de, Finding& f) 
     f.summary += " Closest known failures:";
     for (size_t i = 0; i < f.closest.size(); ++i)
       f.summary += (i ? ", " : " ") + f.closest[i].id;
-    f.summary += " (`firstfault explain ID`).";
+    f.summary += " (entries of `firstfault explain`).";
   }
   f.root_cause =
       "Read the decisive line and the traceback above it: the last frame in your own code is "

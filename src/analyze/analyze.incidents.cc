@@ -151,17 +151,15 @@ void build_incidents(Ctx& c) {
       c.completions.push_back(&e);
       continue;
     }
-    {
-      if (Incident* tb = traceback_of(e)) {
-        Incident& inc = *tb;
-        inc.members.push_back(&e);
-        // Only hits on the traceback's exception lines (and their continuation) name it;
-        // a frame's source line does not.
-        if (e.line >= inc.decisive->line || e.exception_line) {
-          if (!inc.hit || better_hit(c.kb, wrappers, &e, inc.hit)) inc.hit = &e;
-        }
-        continue;
+    if (Incident* tb = traceback_of(e)) {
+      Incident& inc = *tb;
+      inc.members.push_back(&e);
+      // Only hits on the traceback's exception lines (and their continuation) name it;
+      // a frame's source line does not.
+      if (e.line >= inc.decisive->line || e.exception_line) {
+        if (!inc.hit || better_hit(c.kb, wrappers, &e, inc.hit)) inc.hit = &e;
       }
+      continue;
     }
     // Several entries can match one line: one incident, named by the most specific
     // hit (the KB rule: priority, then the longest match, then the id).
@@ -188,7 +186,7 @@ void name_unrecognised(Ctx& c, Incident& inc, const Event& dec) {
   inc.entry = nullptr;
   inc.id = "unrecognized." + inc.exc_type;
   inc.title = "Unrecognised " + inc.exc_type;
-  inc.category = guess_exception_category(c.kb, inc.exc_type, dec.exc_frame);
+  inc.category = guess_exception_category(c.kb, inc.exc_type, raising_frame(inc, dec));
   inc.role = c.on(Rule::kTeardownIsCollateral) && is_teardown_exception(c.kb, inc.exc_type) ? kb::Role::kCollateral
                                                                                             : kb::Role::kRoot;
 }
@@ -295,8 +293,7 @@ void absorb_wrappers(Ctx& c) {
     const Event& we = *w.decisive;
     Incident* cause = nullptr;
     for (Incident& k : c.incidents) {
-      if (&k == &w || k.tier == kNone || k.tier == kSummary || !k.entry || k.entry->wrapper || !k.hit) continue;
-      if (!entry_is_failure(k.entry) || !is_cause_hit(c.kb, k.hit)) continue;
+      if (&k == &w || k.tier == kNone || k.tier == kSummary || !k.hit || !is_cause_hit(c.kb, k.hit)) continue;
       const Event& ke = *k.decisive;
       if (!same_stream(ke, we)) continue;
       if (ke.line + kWrapperLinesBefore < we.line || ke.line > we.line + kWrapperLinesAfter) continue;

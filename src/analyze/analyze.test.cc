@@ -113,15 +113,21 @@ TEST(Diagnose, OnlyCollateralStillFailsWithLowConfidence) {
   EXPECT_LT(d.primary->confidence, 0.5);
 }
 
-TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
-  kb::KnowledgeBase kb = test_kb();
+// A traceback's final exception line (lines 9-12) that no entry names.
+Event unnamed_exception(const std::string& type, const std::string& text) {
   Event e;
   e.kind = EventKind::kException;
   e.line = 12;
-  e.exc_type = "OSError";
-  e.text = "OSError: [Errno 5] Input/output error";
+  e.exc_type = type;
+  e.text = text;
   e.traceback_first = 9;
   e.traceback_last = 12;
+  return e;
+}
+
+TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
+  kb::KnowledgeBase kb = test_kb();
+  Event e = unnamed_exception("OSError", "OSError: [Errno 5] Input/output error");
   Diagnosis d = diagnose({e}, one_source(), kb);
   EXPECT_EQ(d.primary->id, "unrecognized.OSError");
   EXPECT_EQ(d.primary->category, "storage");
@@ -134,13 +140,7 @@ TEST(Diagnose, UnrecognisedExceptionGetsACategoryFromItsFrameOrType) {
 // raising frame first, then the closest entries' words, then the type; said as a guess.
 TEST(Diagnose, AnUnnamedFailureIsGuessedFromTheFrameThenTheWordsThenTheType) {
   kb::KnowledgeBase kb = test_kb();
-  Event e;
-  e.kind = EventKind::kException;
-  e.line = 12;
-  e.exc_type = "OSError";
-  e.text = "OSError: loss went non-finite in the reducer";
-  e.traceback_first = 9;
-  e.traceback_last = 12;
+  Event e = unnamed_exception("OSError", "OSError: loss went non-finite in the reducer");
   JobNumbers n;
   n.nearest_entries = [](std::string_view) { return std::vector<JobNumbers::NearEntry>{{"t.nan", 0.8}, {"t.oom", 0.2}}; };
   Diagnosis d = diagnose({e}, one_source(), kb, n);

@@ -91,6 +91,13 @@ struct IdentityMaps {
 struct Ctx;
 
 // analyze.incidents.cc
+// The file of the frame that raised the incident's exception: its traceback's (the
+// exception event among its members), else the given line's.
+inline const std::string& raising_frame(const Incident& inc, const Event& fallback) {
+  for (const Event* m : inc.members)
+    if (m->kind == EventKind::kException && !m->exc_frame.empty()) return m->exc_frame;
+  return fallback.exc_frame;
+}
 inline bool entry_is_failure(const kb::Entry* e) { return e && (e->severity == "fatal" || e->severity == "error"); }
 std::vector<const Incident*> incidents_view(const std::vector<Incident>& incidents);
 void build_incidents(Ctx& c);

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "analyze/analyze.h"
 #include "app/commands.h"
@@ -69,6 +69,8 @@ bool diagnose_loaded(const Loaded& loaded, const Options& opt, const ScanFn& sca
   return true;
 }
 
+namespace {
+
 // The entries closest to a message by the search's ranking, each with the share of the
 // message's distinct words (site::tokenize) that it holds.
 std::vector<analyze::JobNumbers::NearEntry> nearest_entries(const kb::KnowledgeBase& kb,
@@ -86,6 +88,8 @@ std::vector<analyze::JobNumbers::NearEntry> nearest_entries(const kb::KnowledgeB
   }
   return out;
 }
+
+}  // namespace
 
 bool diagnose_events(const Loaded& loaded, const Options& opt, const std::vector<record::Event>& events,
                      const scan::JobStats& stats, const std::vector<std::string>& names, DiagnosedJob& job) {
