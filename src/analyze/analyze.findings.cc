@@ -79,8 +79,7 @@ void fill_guess(const Ctx& c, const Incident& inc, const Event& de, Finding& f) 
               g.category + ") is a guess, inferred from " + from + ".";
   if (!f.closest.empty()) {
     f.summary += " Closest known failures:";
-    for (size_t i = 0; i < f.closest.size(); ++i)
-      f.summary += (i ? ", " : " ") + f.closest[i].id;
+    for (size_t i = 0; i < f.closest.size(); ++i) f.summary += (i ? ", " : " ") + f.closest[i].id;
     f.summary += " (entries of `firstfault explain`).";
   }
   f.root_cause =
@@ -148,8 +147,9 @@ void fill_primary(Ctx& c) {
     f.basis = "wrapper-cause";
     f.wrapper_id = primary->wrapper->entry_id;
     f.wrapper_line = to_evidence(*primary->wrapper, c.sources);
-    if (std::none_of(f.evidence.begin(), f.evidence.end(),
-                     [&](const Evidence& e) { return e.line == f.wrapper_line->line && e.source == f.wrapper_line->source; }))
+    if (std::none_of(f.evidence.begin(), f.evidence.end(), [&](const Evidence& e) {
+          return e.line == f.wrapper_line->line && e.source == f.wrapper_line->source;
+        }))
       f.evidence.push_back(*f.wrapper_line);
   }
   c.d.primary = std::move(f);

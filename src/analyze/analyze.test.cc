@@ -142,7 +142,9 @@ TEST(Diagnose, AnUnnamedFailureIsGuessedFromTheFrameThenTheWordsThenTheType) {
   kb::KnowledgeBase kb = test_kb();
   Event e = unnamed_exception("OSError", "OSError: loss went non-finite in the reducer");
   JobNumbers n;
-  n.nearest_entries = [](std::string_view) { return std::vector<JobNumbers::NearEntry>{{"t.nan", 0.8}, {"t.oom", 0.2}}; };
+  n.nearest_entries = [](std::string_view) {
+    return std::vector<JobNumbers::NearEntry>{{"t.nan", 0.8}, {"t.oom", 0.2}};
+  };
   Diagnosis d = diagnose({e}, one_source(), kb, n);
   EXPECT_EQ(d.primary->basis, "guess");
   EXPECT_EQ(d.primary->category, "numerical");
