@@ -155,7 +155,8 @@ TEST_F(E2E, MissingFileIsExitTwoWithTheName) {
 }
 
 TEST_F(E2E, MissingFileNextToAGoodOneLosesNothing) {
-  Outcome r = run("diagnose --format json '" + (dir_ / "nope.log").string() + "' '" + data("05_signal_kill__tee.log") + "'");
+  Outcome r =
+      run("diagnose --format json '" + (dir_ / "nope.log").string() + "' '" + data("05_signal_kill__tee.log") + "'");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("nope.log"), std::string::npos);
   json j = json::parse(r.out);
@@ -242,7 +243,8 @@ TEST_F(E2E, EventsJsonlHasOneObjectPerLine) {
   while (std::getline(in, line)) {
     json j = json::parse(line, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << line;
-    for (const char* k : {"source", "line", "rank", "node", "time", "entry", "role", "text"}) EXPECT_TRUE(j.contains(k)) << k;
+    for (const char* k : {"source", "line", "rank", "node", "time", "entry", "role", "text"})
+      EXPECT_TRUE(j.contains(k)) << k;
     ++n;
   }
   EXPECT_GT(n, 5);
@@ -250,7 +252,8 @@ TEST_F(E2E, EventsJsonlHasOneObjectPerLine) {
 
 TEST_F(E2E, BadKbOverrideIsReportedWithFileAndLineAndTheRestWorks) {
   write_file(dir_ / "kb" / "bad.yaml", "id: my.bad\ntitle: x\ncategory: not-a-category\n");
-  Outcome r = run("--kb '" + (dir_ / "kb").string() + "' diagnose --format json '" + data("05_signal_kill__tee.log") + "'");
+  Outcome r =
+      run("--kb '" + (dir_ / "kb").string() + "' diagnose --format json '" + data("05_signal_kill__tee.log") + "'");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("bad.yaml:3"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("category"), std::string::npos);
@@ -311,7 +314,7 @@ namespace {
 TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
   const std::string log = ff::test::data("01_rank_exception__tee.log");
   const std::string healthy = ff::test::data("09_healthy__tee.log");
-  const std::string site = ::testing::TempDir() + "/pipe-site";
+  const std::string site = ::testing::TempDir() + "/pipe-site-" + std::to_string(::getpid());
   for (const std::string& args :
        {std::string("kb list"), std::string("kb list --format json"), std::string("rules"), std::string("kb check"),
         std::string("kb literals"), "diagnose " + log, "diagnose --format json " + log, log, "events " + log,
@@ -319,14 +322,14 @@ TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
         "diff " + log + " --control " + healthy, "verify --before " + log + " --after " + healthy, "site " + site,
         std::string("--help"), std::string("diagnose --help"), std::string("-V")}) {
     SCOPED_TRACE(args);
-    const std::string err = ::testing::TempDir() + "/pipe.err";
+    const std::string err = ::testing::TempDir() + "/pipe-" + std::to_string(::getpid()) + ".err";
     // stdout is a pipe whose reader has already gone, as when `head` has read its lines:
     // the first write finds no reader, however fast the command is.
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
     ::close(fds[0]);
-    const std::string cmd = "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args +
-                            " 2>" + err;
+    const std::string cmd =
+        "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args + " 2>" + err;
     pid_t pid = ::fork();
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
@@ -428,8 +431,9 @@ TEST_F(E2EDidYouMean, FlagsEntryIdsAndFilterValues) {
 TEST_F(E2EDidYouMean, ExplainShowsThePageAndKbListCountsTags) {
   ff::test::Outcome o = run("explain pytorch.cuda.out-of-memory");
   ASSERT_EQ(o.rc, 0) << o.err;
-  for (const char* part : {"\nVerify: ", "  expect: ", "\nTransient or terminal: terminal", "  recovers: ", "  stop: ",
-                           "\nFAQ\n", "Hardware or software?", "From 1 GPU to 1,000?", "What to monitor?", "Documentation\n    https://"})
+  for (const char* part :
+       {"\nVerify: ", "  expect: ", "\nTransient or terminal: terminal", "  recovers: ", "  stop: ", "\nFAQ\n",
+        "Hardware or software?", "From 1 GPU to 1,000?", "What to monitor?", "Documentation\n    https://"})
     EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
   ff::test::Outcome tags = run("kb list --tags --format json");
   ASSERT_EQ(tags.rc, 0) << tags.err;
@@ -446,7 +450,8 @@ TEST_F(E2EDidYouMean, ExplainShowsThePageAndKbListCountsTags) {
 TEST_F(E2EDidYouMean, EachSubcommandsHelpSpeaksOfThatSubcommand) {
   ff::test::Outcome diag = run("diagnose --help");
   EXPECT_NE(diag.out.find("healthy: the log shows the run completing"), std::string::npos) << diag.out;
-  for (const std::string& sub : std::vector<std::string>{"explain", "site", "rules", "search", "kb list", "kb check", "events"}) {
+  for (const std::string& sub :
+       std::vector<std::string>{"explain", "site", "rules", "search", "kb list", "kb check", "events"}) {
     SCOPED_TRACE(sub);
     ff::test::Outcome h = run(sub + " --help");
     EXPECT_EQ(h.rc, 0);

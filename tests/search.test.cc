@@ -24,7 +24,8 @@ struct CmdResult {
 };
 
 CmdResult run(const std::string& args) {
-  ff::test::Outcome r = ff::test::run_firstfault(args, std::filesystem::temp_directory_path() / "ff-search-test");
+  ff::test::Outcome r = ff::test::run_firstfault(
+      args, std::filesystem::temp_directory_path() / ("ff-search-test-" + std::to_string(::getpid())));
   return {r.rc, r.out};
 }
 

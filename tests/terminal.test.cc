@@ -52,7 +52,9 @@ Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, un
   if (pid < 0) return o;
   char buf[65536];
   for (;;) {
-    struct pollfd p {master, POLLIN, 0};
+    struct pollfd p {
+      master, POLLIN, 0
+    };
     if (::poll(&p, 1, 60000) <= 0) break;
     ssize_t n = ::read(master, buf, sizeof buf);
     if (n <= 0) break;  // EIO once the child has gone and the slave is closed
@@ -110,7 +112,8 @@ std::vector<std::string> words_of(const std::string& s) {
 bool fits(const std::string& l, size_t cols) {
   if (ff::display_width(l) <= cols) return true;
   const auto words = words_of(l);
-  return words.size() == 1 && ff::display_width(words[0]) > cols - 4 && l.size() > 2 && l.compare(l.size() - 2, 2, " \\") == 0;
+  return words.size() == 1 && ff::display_width(words[0]) > cols - 4 && l.size() > 2 &&
+         l.compare(l.size() - 2, 2, " \\") == 0;
 }
 
 // The report's last line gives the time it took: not the same from run to run.
@@ -120,7 +123,8 @@ std::string without_timing(const std::string& s) {
 }
 
 TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
-  const Outcome piped = ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / "t-pipe");
+  const Outcome piped = ff::test::run_firstfault(
+      "diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / ("t-pipe-" + std::to_string(::getpid())));
   ASSERT_EQ(piped.rc, 1) << piped.err;
   size_t widest = 0;
   for (const auto& l : lines_of(piped.out)) widest = std::max(widest, ff::display_width(l));
@@ -144,16 +148,17 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
       for (const auto& w : got) b += w;
       EXPECT_EQ(b, a) << "the same characters in the same order";
       size_t whole = 0;
-      for (const auto& w : want) whole += std::find(got.begin(), got.end(), w) != got.end() || ff::display_width(w) + 6 > cols;
+      for (const auto& w : want)
+        whole += std::find(got.begin(), got.end(), w) != got.end() || ff::display_width(w) + 6 > cols;
       EXPECT_EQ(whole, want.size()) << "every word that fits a line is kept whole";
     }
   }
   // COLUMNS decides when it is set, as for ls and git; a pipe is not wrapped otherwise.
-  const Outcome narrow =
-      ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / "t-cols");
+  const Outcome narrow = ff::test::run_firstfault(
+      "diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / ("t-cols-" + std::to_string(::getpid())));
   EXPECT_EQ(without_timing(narrow.out), without_timing(piped.out));
-  std::string cmd = "COLUMNS=50 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY + " diagnose " + ff::test::quote(kLog) +
-                    " > " + ::testing::TempDir() + "/cols50.out";
+  std::string cmd = "COLUMNS=50 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY + " diagnose " +
+                    ff::test::quote(kLog) + " > " + ::testing::TempDir() + "/cols50.out";
   std::system(cmd.c_str());
   for (const auto& l : lines_of(ff::test::slurp(::testing::TempDir() + "/cols50.out"))) EXPECT_TRUE(fits(l, 50)) << l;
 }
@@ -187,8 +192,8 @@ TEST(Terminal, AnEntryIsWrappedLikeTheReport) {
 }
 
 TEST(Terminal, TablesFitTheWidth) {
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"kb", "list"},
-                                               std::vector<std::string>{"search", "CUDA out of memory"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"kb", "list"}, std::vector<std::string>{"search", "CUDA out of memory"}}) {
     for (unsigned short cols : {40, 100, 200}) {
       SCOPED_TRACE(args[0] + " at " + std::to_string(cols));
       const Outcome o = run_on_pty(args, 24, cols);
