@@ -6,7 +6,9 @@
 #                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
 #   make release    the portable binary (build-portable/firstfault: needs only glibc) and its checks
 #   make deb        a Debian package of it (build-portable/firstfault_*.deb)
-#   make test-asan  every test under AddressSanitizer + UBSan (preset asan, build-asan/)
+#   make test-asan  the tests of our own code under AddressSanitizer + UBSan (preset asan,
+#                   build-asan/; the browser, node, packaging and load tests, and the
+#                   second corpus score, run in `make test` only: CMakePresets.json)
 #   make fuzz       the libFuzzer targets, FUZZ_SECONDS each (tools/fuzz, build-fuzz/)
 # Works from any folder (make -f path/to/Makefile run), as root or as a user with sudo.
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))

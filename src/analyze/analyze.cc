@@ -45,6 +45,7 @@ Diagnosis diagnose(const std::vector<Event>& events, const std::vector<SourceSum
   build_incidents(c);
   name_incidents(c);
   absorb_wrappers(c);
+  name_hang_at_exit(c);
   drop_control_noise(c);
   mark_recovered(c);
   choose_primary(c);

@@ -125,10 +125,23 @@ void build_incidents(Ctx& c) {
   std::map<std::pair<uint32_t, uint64_t>, size_t> exception_line_incident;
   for (size_t i = 0; i < c.incidents.size(); ++i)
     exception_line_incident.emplace(std::make_pair(c.incidents[i].decisive->source, c.incidents[i].decisive->line), i);
+  // A paste that starts at PyTorch's re-raised exception ("X: Caught X in DataLoader worker
+  // process 0.") has the worker's "Original Traceback (most recent call last):" right
+  // below it, and no header of its own: the line is that traceback's first exception, as
+  // it is in the whole traceback (the wrapped, final exception stays decisive).
+  auto original_traceback_below = [&](const Event& e) -> Incident* {
+    auto it = traceback_incident.find({e.source, e.line + 1});
+    if (it == traceback_incident.end() || it->second.size() != 1) return nullptr;
+    Incident& inc = c.incidents[it->second[0]];
+    for (const auto& [line, text] : inc.decisive->context_before) {
+      if (line == e.line + 1) return starts_with(trim(text), "Original Traceback") ? &inc : nullptr;
+    }
+    return nullptr;
+  };
   auto traceback_of = [&](const Event& e) -> Incident* {
     if (e.traceback_last == 0) {
       auto at = exception_line_incident.find({e.source, e.line});
-      return at == exception_line_incident.end() ? nullptr : &c.incidents[at->second];
+      return at == exception_line_incident.end() ? original_traceback_below(e) : &c.incidents[at->second];
     }
     auto it = traceback_incident.find({e.source, e.traceback_first});
     if (it == traceback_incident.end()) return nullptr;
@@ -156,7 +169,7 @@ void build_incidents(Ctx& c) {
       inc.members.push_back(&e);
       // Only hits on the traceback's exception lines (and their continuation) name it;
       // a frame's source line does not.
-      if (e.line >= inc.decisive->line || e.exception_line) {
+      if (e.line >= inc.decisive->line || e.exception_line || e.traceback_last == 0) {
         if (!inc.hit || better_hit(c.kb, wrappers, &e, inc.hit)) inc.hit = &e;
       }
       continue;
@@ -306,6 +319,34 @@ void absorb_wrappers(Ctx& c) {
       w.tier = kWeak;
     }
   }
+}
+
+// A hang at exit (corpus CATEGORIES.md rule 8): a teardown line whose entry names an
+// `after_completion` entry, after the run reported its completion, is no failure's
+// consequence but the workers not exiting; the first such line is that entry's failure.
+// A failure printed before it still comes first by time (choose_primary).
+void name_hang_at_exit(Ctx& c) {
+  if (!c.on(Rule::kHangAtExit) || c.completions.empty()) return;
+  auto before = [](const Event& a, const Event& b) {
+    if (a.time_us != record::kNoTime && b.time_us != record::kNoTime) return a.time_us <= b.time_us;
+    return a.source == b.source ? a.line < b.line : a.seq < b.seq;
+  };
+  Incident* first = nullptr;
+  for (Incident& inc : c.incidents) {
+    if (!inc.entry || inc.entry->after_completion.empty() || inc.decisive->in_launcher_summary) continue;
+    bool after = false;
+    for (const Event* done : c.completions) after = after || before(*done, *inc.decisive);
+    if (after && (!first || before(*inc.decisive, *first->decisive))) first = &inc;
+  }
+  if (!first) return;
+  const kb::Entry* to = c.kb.find(first->entry->after_completion);
+  if (!to) return;
+  first->entry = to;
+  first->id = to->id;
+  first->title = to->title;
+  first->category = to->category;
+  first->role = kb::Role::kRoot;
+  first->tier = kRecognised;
 }
 
 // Lines a healthy control run also prints are noise, not the failure.

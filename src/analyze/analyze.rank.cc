@@ -152,6 +152,29 @@ std::optional<RankAnswer> rank_echo(Ctx& c) {
                         std::to_string(*ranks.begin())};
 }
 
+// A detail line: the primary's message runs over several lines and one of them, matched by
+// the same entry, names the rank it is about (DDP's "Parameters which did not receive grad
+// for rank 3: ..." under "Expected to have finished reduction ..."). Lines of the same
+// source within the message's span after the decisive line; they must name one rank.
+std::optional<RankAnswer> rank_detail_line(Ctx& c) {
+  const Event& de = *c.primary->decisive;
+  if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || c.primary->id.empty()) return std::nullopt;
+  std::set<int> ranks;
+  const Event* said = nullptr;
+  for (const Event& e : c.events) {
+    if (e.source != de.source || e.line < de.line || e.line > de.line + kTuning.detail_span_lines) continue;
+    if (e.entry_id != c.primary->id || e.in_launcher_summary) continue;
+    auto it = e.captures.find("rank");
+    if (it == e.captures.end() || e.rank < 0) continue;
+    ranks.insert(e.rank);
+    if (!said) said = &e;
+  }
+  if (ranks.size() != 1) return std::nullopt;
+  return RankAnswer{
+      *ranks.begin(), RankSource::kDetailLine,
+      "line " + std::to_string(said->line) + ", printed with the error, names rank " + std::to_string(*ranks.begin())};
+}
+
 std::optional<RankAnswer> rank_local_single_node(Ctx& c) {
   const Event& de = *c.primary->decisive;
   if (c.rank >= 0 || c.rank_how == RankSource::kAllAlike || de.local_rank < 0) return std::nullopt;
@@ -201,6 +224,7 @@ void attribute_rank(Ctx& c) {
       {Rule::kRankAllAlike, rank_all_alike},
       {Rule::kRankPidMap, rank_pid_map},
       {Rule::kRankEcho, rank_echo},
+      {Rule::kRankDetailLine, rank_detail_line},
       {Rule::kRankLocalSingleNode, rank_local_single_node},
       {Rule::kRankProgressBehind, rank_progress_behind},
       {Rule::kRankOnlyRankNamed, rank_only_rank_named},

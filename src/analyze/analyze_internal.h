@@ -29,6 +29,9 @@ struct Tuning {
   // rank.all-alike: failures this close in time on every rank are one, everywhere.
   int64_t all_alike_window_us = 2000000;
   size_t max_completion_evidence = 3;
+  // rank.detail-line: how far below the decisive line a detail line of the same message
+  // may be (DDP's unused-parameter message runs over five lines).
+  uint64_t detail_span_lines = 12;
 };
 
 inline constexpr Tuning kTuning;
@@ -103,6 +106,7 @@ std::vector<const Incident*> incidents_view(const std::vector<Incident>& inciden
 void build_incidents(Ctx& c);
 void name_incidents(Ctx& c);
 void absorb_wrappers(Ctx& c);
+void name_hang_at_exit(Ctx& c);
 void drop_control_noise(Ctx& c);
 void mark_recovered(Ctx& c);
 void choose_primary(Ctx& c);

@@ -38,6 +38,7 @@ enum class RankSource : uint8_t {
   kProgressBehind,       // the only rank whose progress stopped first
   kOnlyRankNamed,        // a process line (host:pid) in a log that names one rank only
   kEcho,                 // a line that names a rank echoes the primary's error text
+  kDetailLine,           // a detail line of the primary's own message names the rank
 };
 const char* rank_source_name(RankSource s);
 
@@ -100,16 +101,16 @@ struct Finding {
   // incident, named by the specific cause printed with it) or "guess" (no entry matches the
   // failure line: inferred from the raising frame, the message's words or the type).
   std::string basis = "entry";
-  std::string wrapper_id;                 // basis wrapper-cause: the wrapper entry's id
-  std::optional<Evidence> wrapper_line;   // ... and its line
-  std::string guess_from;                 // basis guess: "frame", "words" or "type"
-  std::string guess_evidence;             // ... the frame's file, the entries' ids, the type
+  std::string wrapper_id;                // basis wrapper-cause: the wrapper entry's id
+  std::optional<Evidence> wrapper_line;  // ... and its line
+  std::string guess_from;                // basis guess: "frame", "words" or "type"
+  std::string guess_evidence;            // ... the frame's file, the entries' ids, the type
   struct Nearby {
     std::string id, title, category;
     double score = 0;  // relative to the best possible match of the message's words (0..1)
   };
   std::vector<Nearby> closest;  // basis guess: the closest known failures by the message's words
-  std::string rank_source;  // how the rank was found, in words ("log prefix", ...)
+  std::string rank_source;      // how the rank was found, in words ("log prefix", ...)
   RankSource rank_how = RankSource::kNone;
   std::string node_source;   // how the node was found
   std::string fingerprint;   // stable across ranks, times, addresses and sizes

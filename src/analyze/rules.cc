@@ -19,6 +19,9 @@ const std::vector<RuleInfo>& rules() {
       {Rule::kGuessFromWords, "incident.guess-from-words",
        "a failure no entry names takes the category of the closest known failure by its words (the encyclopedia's "
        "search) when no frame rule decides"},
+      {Rule::kHangAtExit, "incident.hang-at-exit",
+       "a teardown line after the run reported its completion (kb `after_completion`: torchrun's death signal, the "
+       "exit barrier) is a hang at exit, named by the entry it points to"},
       {Rule::kPrecedence, "order.precedence",
        "candidates by the KB's precedence: hardware > root > weak > launcher summary > collateral"},
       {Rule::kControlNoise, "order.control-noise", "lines a healthy control run also prints are noise (diff)"},
@@ -37,6 +40,9 @@ const std::vector<RuleInfo>& rules() {
       {Rule::kRankEcho, "rank.echo",
        "the primary's error text echoed on a line that names a rank (the watchdog's \"[Rank 1] ... terminated with "
        "exception: <text>\" under an unprefixed traceback): that rank"},
+      {Rule::kRankDetailLine, "rank.detail-line",
+       "a line printed with the primary's message (within its span), matched by the same entry, names one rank "
+       "(DDP's \"Parameters which did not receive grad for rank 3: ...\"): that rank"},
       {Rule::kRankLocalSingleNode, "rank.local-single-node", "the local rank, when the job runs on one node"},
       {Rule::kRankProgressBehind, "rank.progress-behind",
        "the only rank whose last logged step is behind all the others"},
@@ -139,6 +145,7 @@ const char* rank_source_name(RankSource s) {
     case RankSource::kProgressBehind: return "progress-behind";
     case RankSource::kOnlyRankNamed: return "only-rank-named";
     case RankSource::kEcho: return "echo";
+    case RankSource::kDetailLine: return "detail-line";
   }
   return "none";
 }

@@ -22,6 +22,7 @@ enum class Rule : uint8_t {
   kUnrecognisedCrash,     // a traceback no entry names is an unrecognised crash of its type
   kWrapperCause,          // a wrapper (kb `wrapper: true`) takes the specific cause printed with it
   kGuessFromWords,        // an unnamed failure's category from the closest entries' words
+  kHangAtExit,            // a teardown after the run's completion is a hang at exit (kb after_completion)
   // Precedence and order
   kPrecedence,      // hardware > root > weak > launcher summary > collateral
   kControlNoise,    // lines a healthy control also prints are noise (diff)
@@ -34,6 +35,7 @@ enum class Rule : uint8_t {
   kRankAllAlike,           // every rank failed alike at the same time: no rank named
   kRankPidMap,             // NCCL's host:pid mapped to a rank
   kRankEcho,               // the primary's error text echoed on a line that names its rank
+  kRankDetailLine,         // a detail line of the primary's message, matched by its entry, names the rank
   kRankLocalSingleNode,    // the local rank, on a single-node job
   kRankProgressBehind,     // the only rank whose last step is behind the others
   kRankOnlyRankNamed,      // a process's line in a log that names a single rank
@@ -43,16 +45,16 @@ enum class Rule : uint8_t {
   kSeriesTerminalLossScale,  // a collapsed loss scale is a failure without an error line
   kSeriesEndsNonFinite,      // a loss or grad norm non-finite to the end, every step skipped: a failure
   // Verdict
-  kVerdictDegradedSymptoms,   // error-severity warnings while no failure: degraded
-  kVerdictDegradedRecovered,  // errors recovered from more than once: degraded
-  kVerdictDegradedSeries,     // a straggler or a throughput drop: degraded
-  kVerdictIncompleteInput,    // input not fully read: incomplete, never healthy
-  kVerdictHealthyCompletion,  // a completion line of the framework: healthy
-  kVerdictHealthyFinalStep,   // the last step reaches the stated total: healthy
-  kVerdictIncompleteShort,    // progress stops short of the total: incomplete
+  kVerdictDegradedSymptoms,    // error-severity warnings while no failure: degraded
+  kVerdictDegradedRecovered,   // errors recovered from more than once: degraded
+  kVerdictDegradedSeries,      // a straggler or a throughput drop: degraded
+  kVerdictIncompleteInput,     // input not fully read: incomplete, never healthy
+  kVerdictHealthyCompletion,   // a completion line of the framework: healthy
+  kVerdictHealthyFinalStep,    // the last step reaches the stated total: healthy
+  kVerdictIncompleteShort,     // progress stops short of the total: incomplete
   kVerdictIncompleteWarnings,  // only known warnings, no failure: incomplete, the warnings named benign
   kVerdictIncompleteLogLines,  // no event, but lines a log has (rank prefixes, tracebacks, levels): incomplete
-  kVerdictUnknownEmpty,       // no events and no progress: unknown
+  kVerdictUnknownEmpty,        // no events and no progress: unknown
   kCount
 };
 

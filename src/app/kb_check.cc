@@ -107,6 +107,12 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
       if (!kb.find(l.id) && ++links.failed)
         rep.problems.push_back(fmt::format("{}: {}: lookalike entry '{}' does not exist", e.file, e.id, l.id));
     }
+    if (!e.after_completion.empty()) {
+      ++links.checked;
+      if (!kb.find(e.after_completion) && ++links.failed)
+        rep.problems.push_back(
+            fmt::format("{}: {}: after_completion entry '{}' does not exist", e.file, e.id, e.after_completion));
+    }
     for (const auto& r : e.related) {
       ++links.checked;
       if (!kb.find(r) && ++links.failed)

@@ -45,22 +45,24 @@ void fields(auto& io, Is<LintData> auto& l) {
 // An entry is the fields a diagnosis reads, then the page fields (LoadOptions::page_fields),
 // which the cache keeps in a section of their own so that a load without them skips it.
 void fields(auto& io, Is<Entry> auto& e) {
-  io(e.id, e.title, e.category, e.severity, e.wrapper, e.summary, e.patterns, e.symptoms, e.root_cause, e.fix, e.verify,
-     e.references, e.file);
+  io(e.id, e.title, e.category, e.severity, e.wrapper, e.after_completion, e.summary, e.patterns, e.symptoms,
+     e.root_cause, e.fix, e.verify, e.references, e.file);
 }
 void page_fields(auto& io, Is<Entry> auto& e) {
   io(e.phase, e.frameworks, e.tags, e.mechanism, e.affected, e.confirm, e.transience, e.lookalikes, e.prevention,
      e.related, e.code_examples, e.examples, e.negatives, e.verify_where, e.verify_expect, e.transience_recovers,
      e.transience_stop, e.faq, e.code_examples_note);
 }
-void fields(auto& io, Is<PrefixFormat> auto& f) { io(f.id, f.regex, f.consume, f.time_format, f.glued, f.end, f.samples, f.line); }
+void fields(auto& io, Is<PrefixFormat> auto& f) {
+  io(f.id, f.regex, f.consume, f.time_format, f.glued, f.end, f.rank_wins, f.samples, f.line);
+}
 void fields(auto& io, Is<ExceptionRule> auto& r) { io(r.type, r.category); }
 void fields(auto& io, Is<FrameRule> auto& r) { io(r.path, r.category); }
 void fields(auto& io, Is<MetricUnit> auto& u) { io(u.unit, u.scale); }
 void fields(auto& io, Is<MetricSpec> auto& m) { io(m.name, m.keys, m.event_keys, m.units, m.total_of); }
 void fields(auto& io, Is<KnowledgeBase> auto& kb) {
-  io(kb.entries, kb.prefixes, kb.source_names, kb.glue, kb.identity, kb.rank_headers, kb.exceptions, kb.frames, kb.metric_specs, kb.exception_default_category,
-     kb.teardown_exceptions, kb.library_frames, kb.lint);
+  io(kb.entries, kb.prefixes, kb.source_names, kb.glue, kb.identity, kb.rank_headers, kb.exceptions, kb.frames,
+     kb.metric_specs, kb.exception_default_category, kb.teardown_exceptions, kb.library_frames, kb.lint);
 }
 void fields(auto& io, Is<Location> auto& l) { io(l.file, l.line, l.field); }
 void fields(auto& io, Is<Error> auto& e) { io(e.code, e.message, e.where); }

@@ -300,6 +300,9 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
     else
       e.wrapper = w.Scalar() == "true";
   }
+  // after_completion: <id> — this entry's line, after the run reported its completion, is
+  // that entry's failure (a teardown after "training complete": a hang at exit).
+  e.after_completion = c.str(doc, "after_completion", false);
   e.phase = c.str(doc, "phase", true);
   if (!e.phase.empty() && !contains(phases(), e.phase))
     c.fail(doc["phase"], "phase", "unknown lifecycle phase '" + e.phase + "'");

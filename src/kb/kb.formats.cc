@@ -55,6 +55,7 @@ void parse_prefix_formats(FileChecker& c, const YAML::Node& doc, const char* key
     f.time_format = c.str(pre[i], "time_format", false);
     if (pre[i]["consume"]) f.consume = pre[i]["consume"].as<bool>();
     if (pre[i]["glued"]) f.glued = pre[i]["glued"].as<bool>();
+    if (pre[i]["rank_wins"]) f.rank_wins = pre[i]["rank_wins"].as<bool>();
     f.end = c.str(pre[i], "end", false);
     f.samples = c.list(pre[i], "samples", true);
     std::string why = f.regex.empty() ? "" : check_regex(f.regex);

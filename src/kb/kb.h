@@ -128,6 +128,9 @@ struct Entry {
   std::string category;
   std::string severity;
   bool wrapper = false;  // its message wraps another failure: the cause in its incident names it
+  // The entry that names this entry's line when it comes after the run reported its
+  // completion (a teardown after "training complete" is a hang at exit); empty: none.
+  std::string after_completion;
   std::string phase;
   std::vector<std::string> frameworks;
   std::vector<std::string> tags;
@@ -170,6 +173,10 @@ struct PrefixFormat {
   // literal its text ends with, where the message starts.
   bool glued = false;
   std::string end;
+  // `rank_wins`: the rank this format captures replaces one an outer prefix of the same
+  // line gave (PyTorch's own "[rank12]:" is the global rank; torchrun's "[default0]:"
+  // before it is only the worker's index on its node).
+  bool rank_wins = false;
   std::vector<std::string> samples;
   int line = 0;
 

@@ -102,8 +102,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
 // total_of and the completion role; 8: library_frames; 9: a pattern's sources and source_note;
 // 10: the page (verify's where and expect, transience_rule, faq, code_examples_note) and lint data;
 // 11: a metric's event_keys; tolerant framing (a prefix format's glued and end, the glue
-// residues), identity lines and rank headers; 12: an entry's wrapper flag.
-inline constexpr const char* kCacheVersion = "kbcache-13";
+// residues), identity lines and rank headers; 12: an entry's wrapper flag; 14: a prefix
+// format's rank_wins, an entry's after_completion.
+inline constexpr const char* kCacheVersion = "kbcache-14";
 
 // The cached model and its files' errors, or false when the file is missing, damaged,
 // short, or of another version or key; `with_pages` decodes the page fields too.

@@ -336,6 +336,10 @@ TEST(PrefixParser, PeelsPrefixesFromKbFormats) {
   EXPECT_EQ(rec.rank, 0);
   EXPECT_EQ(rec.level, 'E');
   EXPECT_EQ(rec.message, "boom");
+  // Under torchrun's tee on a multi-node job: the tee's index is the local one, PyTorch's
+  // own "[rank12]:" after it the global rank (rank_wins).
+  p.value()->parse("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] watchdog", rec);
+  EXPECT_EQ(rec.rank, 12);
   p.value()->parse("RuntimeError: not a prefix", rec);
   EXPECT_EQ(rec.message, "RuntimeError: not a prefix");
   EXPECT_EQ(rec.rank, -1);

@@ -17,8 +17,14 @@ size_t indent_of(std::string_view s) {
   return i;
 }
 
+// "Traceback (most recent call last):", or IPython's header "ImportError      Traceback
+// (most recent call last)" (the type first, no colon, nothing after).
 bool is_traceback_start(std::string_view s) {
-  return s.find("Traceback (most recent call last):") != std::string_view::npos;
+  constexpr std::string_view kHead = "Traceback (most recent call last)";
+  const size_t at = s.find(kHead);
+  if (at == std::string_view::npos) return false;
+  const std::string_view rest = s.substr(at + kHead.size());
+  return starts_with(rest, ":") || (at > 0 && trim(rest).empty());
 }
 
 // rich's header: ╭───── Traceback (most recent call last) ─────╮
@@ -71,6 +77,54 @@ bool parse_rich_frame_line(std::string_view t, Frame& f) {
   f.line = n;
   f.function = std::string(trim(t.substr(in + 4)));
   return !f.function.empty() && f.function.find(' ') == std::string::npos;
+}
+
+// IPython's and Colab's frame headers, at the traceback's own indentation (their code
+// context lines below are indented, with line numbers): `/path/mod.py in func(self)`,
+// `<ipython-input-3-ab> in <module>`, `[/path/mod.py](https://...) in func(self)` (Colab),
+// `File ~/path/mod.py:1767, in Class.func(self)` and `Cell In[3], line 3` (IPython 8), and
+// Colab's `4 frames` for the frames it folds; and the code line IPython marks as the one
+// running (`-> 1767     raise ImportError(`, `----> 3 x = f()`). f.file is empty for the
+// last three.
+bool parse_ipython_frame_line(std::string_view t, Frame& f) {
+  f = Frame{};
+  auto function_of = [](std::string_view s) {
+    s = trim(s);
+    return std::string(s.substr(0, s.find('(')));
+  };
+  if (starts_with(t, "Cell In[")) return true;
+  if (starts_with(t, "->") || starts_with(t, "--->") || starts_with(t, "---->")) {
+    const size_t d = t.find_first_not_of('-');
+    return d != std::string_view::npos && t[d] == '>' &&
+           t.find_first_of("0123456789") == t.find_first_not_of(' ', d + 1);
+  }
+  if (starts_with(t, "File ") && !starts_with(t, "File \"")) {
+    const size_t in = t.find(", in ");
+    if (in == std::string_view::npos) return false;
+    std::string_view where = t.substr(5, in - 5);
+    const size_t colon = where.rfind(':');
+    f.file = std::string(where.substr(0, colon));
+    f.function = function_of(t.substr(in + 5));
+    return !f.file.empty();
+  }
+  if (starts_with(t, "[")) {
+    const size_t link = t.find("](");
+    const size_t in = t.find(") in ", link == std::string_view::npos ? 0 : link);
+    if (link == std::string_view::npos || in == std::string_view::npos) return false;
+    f.file = std::string(t.substr(1, link - 1));
+    f.function = function_of(t.substr(in + 5));
+    return true;
+  }
+  if (starts_with(t, "/") || starts_with(t, "<") || starts_with(t, "~")) {
+    const size_t in = t.find(" in ");
+    if (in == std::string_view::npos || t.substr(0, in).find(' ') != std::string_view::npos) return false;
+    f.file = std::string(t.substr(0, in));
+    f.function = function_of(t.substr(in + 4));
+    return !f.function.empty();
+  }
+  size_t d = 0;
+  while (d < t.size() && t[d] >= '0' && t[d] <= '9') ++d;
+  return d > 0 && (t.substr(d) == " frames" || t.substr(d) == " frame");
 }
 
 // Lines that announce that the traceback goes on with a related exception.
@@ -209,6 +263,12 @@ std::optional<Traceback> TracebackJoiner::feed(const Record& rec, uint64_t line)
         size_t close = t.find('"', 6);
         if (close != std::string_view::npos) last_frame_ = std::string(t.substr(6, close - 6));
       }
+      cur_.last_line = line;
+      blank_run_ = 0;
+      return std::nullopt;
+    }
+    if (Frame f; parse_ipython_frame_line(t, f)) {
+      if (!f.file.empty()) add_frame(std::move(f));
       cur_.last_line = line;
       blank_run_ = 0;
       return std::nullopt;

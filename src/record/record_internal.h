@@ -230,7 +230,9 @@ inline bool apply_match(const Impl& impl, uint16_t i, std::string_view& rest, Re
     return false;
   }
   // A capture that did not take part, or took part empty, changes nothing. Each one is
-  // cleared once read, so m comes clean to the next match.
+  // cleared once read, so m comes clean to the next match. A `rank_wins` format's rank
+  // replaces the one an outer prefix gave.
+  if (f.spec.rank_wins && !m.rank.empty()) rec.rank = -1;
   for (int k = 0; k < kCaptureFields; ++k) {
     std::string_view& capture = m.*kCaptureMembers[k];
     if (capture.empty()) continue;
