@@ -94,4 +94,29 @@ TEST_F(MultiRank, XidOnANodeOutranksTheTimeoutsElsewhere) {
   EXPECT_NE(d["primary"]["verify"].get<std::string>().find("nvidia-smi"), std::string::npos);
 }
 
+// Hardware first, whatever the clocks say (issue 32, item 2): a 256-rank DeepSpeed job whose
+// node gpu-node-0042 logs "Xid ... 79, GPU has fallen off the bus" in its own kernel log
+// while every other node's NCCL reports "Got completion from peer <that node> with
+// status=12" (untimed), then watchdog timeouts and the launcher's kills. Variants of the
+// generator (tests/gen/hardware_job.py): the kernel log's time with or without a year, its
+// file first or last, the peer named by IP or by host name.
+TEST_F(MultiRank, AnXidOnTheNodeTheTransportErrorsNameIsTheFirstFailure) {
+  for (bool year : {false, true}) {
+    for (bool xid_first : {false, true}) {
+      for (const char* peer : {"ip", "host"}) {
+        const std::string variant = std::string(year ? "year" : "no-year") + (xid_first ? "-first" : "-last") + "-" + peer;
+        const fs::path job = dir_ / variant;
+        std::string cmd = "python3 " + ff::test::quote(std::string(FF_SOURCE_DIR) + "/tests/gen/hardware_job.py") + " " +
+                          ff::test::quote(job.string()) + " --peer " + peer + (year ? " --syslog-year" : "") +
+                          (xid_first ? " --xid-first" : "") + " > " + ff::test::quote((dir_ / "answer.json").string());
+        ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        json d = diagnose(job.string());
+        EXPECT_EQ(d["primary"]["id"], "nvidia.xid.79-fallen-off-bus") << variant << ": " << d["primary"]["evidence"][0];
+        EXPECT_EQ(d["primary"]["node"], "gpu-node-0042") << variant;
+        EXPECT_TRUE(d["recovered"].empty()) << variant << ": " << d["recovered"];
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -390,7 +390,11 @@ void mark_recovered(Ctx& c) {
     auto it = lp.find(e.rank);
     if (it == lp.end()) continue;
     const metrics::Point& last = it->second;
-    bool timed = last.time_us != INT64_MIN && e.time_us != record::kNoTime && e.clock != record::Clock::kNone;
+    // A line with no rank in another file (a node's kernel log, the scheduler's) says
+    // nothing of a rank going on; and only full dates compare across files (a syslog
+    // time has no year, a time of day no date).
+    if (e.rank < 0 && last.source != e.source) continue;
+    bool timed = last.time_us != INT64_MIN && e.time_us != record::kNoTime && e.clock == record::Clock::kWall;
     bool after = last.source == e.source ? last.line > e.line : (timed && last.time_us > e.time_us);
     if (!after) continue;
     double before = step_before(*c.numbers.series, e.rank, e);
