@@ -76,6 +76,37 @@ TEST_F(E2E, JsonContractOnARealMultiRankFailure) {
   EXPECT_NE(line.find(ev["text"].get<std::string>()), std::string::npos);
 }
 
+// Issue 32, item 5: the report says where the verify command runs (the entry's
+// verify.where), in the text as in the JSON, on a diagnosis (not only on the page).
+TEST_F(E2E, TheVerifyStepSaysWhereItRuns) {
+  json j = diagnose_json("'" + data("05_signal_kill__tee.log") + "'");
+  const std::string where = j["primary"].value("verify_where", "");
+  ASSERT_TRUE(where == "shell" || where == "rerun" || where == "in-process") << j["primary"];
+  Outcome r = run("diagnose '" + data("05_signal_kill__tee.log") + "'");
+  const std::string said = where == "shell"   ? "in a shell on the node, after the fix:"
+                           : where == "rerun" ? "rerun a few steps of the job with the fix:"
+                                              : "add these lines to the training script:";
+  EXPECT_NE(r.out.find("Verify\n  " + said), std::string::npos) << r.out;
+}
+
+// Issue 32, item 5: the history's "seen before" line on stderr is wrapped to the width,
+// as the report is (COLUMNS here; a terminal's own width when stderr is one).
+TEST_F(E2E, TheSeenBeforeLineIsWrappedToTheWidth) {
+  const std::string env =
+      "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + ff::test::quote((dir_ / "history.db").string()) + " COLUMNS=50";
+  // Two jobs (two files) with the same failure: the second is the 2nd time this week.
+  fs::copy_file(data("05_signal_kill__tee.log"), dir_ / "a.log");
+  fs::copy_file(data("05_signal_kill__tee.log"), dir_ / "b.log");
+  ff::test::run_firstfault("diagnose " + ff::test::quote((dir_ / "a.log").string()), dir_ / "first", "", env);
+  Outcome r =
+      ff::test::run_firstfault("diagnose " + ff::test::quote((dir_ / "b.log").string()), dir_ / "second", "", env);
+  ASSERT_NE(r.err.find("seen before"), std::string::npos) << r.err;
+  std::istringstream lines(r.err);
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) EXPECT_LE(line.size(), 50u) << line;
+  EXPECT_GE(n, 2u) << r.err;
+}
+
 TEST_F(E2E, PlainLogRankComesFromTheLauncherSummaryNotItsRootCauseGuess) {
   // torchrun's "Root Cause (first observed failure)" names rank 0 here; the rank whose
   // own error matches the first failure is 2.

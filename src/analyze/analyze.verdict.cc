@@ -92,14 +92,16 @@ struct SeriesWords {
 
 const SeriesWords& words_for(const std::string& verdict_id) {
   static const SeriesWords kLossScale{
-      "series.loss-scale-terminal", "Dynamic loss scale collapsed (from the numbers in the log)",
+      "series.loss-scale-terminal",
+      "Dynamic loss scale collapsed (from the numbers in the log)",
       "No error line says so, but the fp16 loss scale only falls this far when gradients overflow at every step.",
       {"Find the first step where the loss or grad norm grew; lower the learning rate or add warm-up and gradient "
        "clipping.",
        "Switch to bf16 if the hardware supports it."},
       "Rerun and check that the loss scale recovers after warm-up (firstfault reports it as transient)."};
   static const SeriesWords kNonFinite{
-      "series.non-finite", "Training numbers became NaN or infinite (from the numbers in the log)",
+      "series.non-finite",
+      "Training numbers became NaN or infinite (from the numbers in the log)",
       "No error line says so, but the run's own progress lines show the value non-finite to the last one logged: "
       "the weights stop training (or are corrupted) from there.",
       {"Resume from a checkpoint saved before the first non-finite step.",
@@ -107,7 +109,8 @@ const SeriesWords& words_for(const std::string& verdict_id) {
        "scaler."},
       "Rerun from the checkpoint and check that loss and grad norm stay finite past the step named here."};
   static const SeriesWords kSkipped{
-      "series.skipped-iterations", "Every iteration is skipped (from the numbers in the log)",
+      "series.skipped-iterations",
+      "Every iteration is skipped (from the numbers in the log)",
       "No error line says so, but the framework counts every iteration of its last logging intervals as skipped: "
       "the gradients overflow or are non-finite at each step, so the weights no longer change.",
       {"Resume from a checkpoint saved before the skips began.",
@@ -263,8 +266,9 @@ bool add_warnings_reason(Ctx& c) {
   }
   d.reasons.push_back({rule_name(Rule::kVerdictIncompleteWarnings),
                        "no failure in this excerpt; the warnings in it are known and benign here: " + names,
-                       d.symptoms.front().evidence.empty() ? std::nullopt
-                                                           : std::optional<Evidence>(d.symptoms.front().evidence.front())});
+                       d.symptoms.front().evidence.empty()
+                           ? std::nullopt
+                           : std::optional<Evidence>(d.symptoms.front().evidence.front())});
   return true;
 }
 
@@ -275,7 +279,8 @@ std::string log_lines_phrase(const JobNumbers& n) {
     if (k == 0) return;
     out += (out.empty() ? "" : ", ") + fmt_step(static_cast<double>(k)) + " " + what;
   };
-  add(n.traceback_starts, n.traceback_starts == 1 ? "traceback or launcher summary" : "tracebacks or launcher summaries");
+  add(n.traceback_starts,
+      n.traceback_starts == 1 ? "traceback or launcher summary" : "tracebacks or launcher summaries");
   add(n.lines_with_rank, n.lines_with_rank == 1 ? "line with a rank prefix" : "lines with a rank prefix");
   add(n.lines_with_time, n.lines_with_time == 1 ? "timestamped log line" : "timestamped log lines");
   return out;
@@ -302,21 +307,29 @@ void decide_verdict(Ctx& c) {
                          who + " recovered from " + rec.id + ": " + fmt_step(rec.steps_after) + " more steps",
                          rec.evidence});
   }
-  // Degraded: the run went on, with problems.
+  // Degraded: the run went on, with sustained harm. An advisory line is a note: the
+  // symptom lines of a fatal entry seen without its failure (DeepSpeed's "untested
+  // optimizer, proceed with caution" when the config allows it) do not count.
   if (c.on(Rule::kVerdictDegradedSymptoms)) {
     for (const auto& s : d.symptoms) {
       const kb::Entry* e = c.kb.find(s.id);
-      if (e && entry_is_failure(e)) {
+      if (e && e->severity == "error") {
         d.verdict = VerdictKind::kDegraded;
         d.reasons.push_back({rule_name(Rule::kVerdictDegradedSymptoms), "an error-severity warning: " + s.title,
                              s.evidence.empty() ? std::nullopt : std::optional<Evidence>(s.evidence.front())});
       }
     }
   }
-  if (c.on(Rule::kVerdictDegradedRecovered) && d.recovered.size() >= 2) {
+  // Errors recovered from that keep coming: the run after the last one is no longer than
+  // the stretch they came over. A few retried errors followed by a long run are notes.
+  double first = 0, last = 1e300;
+  for (const auto& rec : d.recovered) first = std::max(first, rec.steps_after), last = std::min(last, rec.steps_after);
+  if (c.on(Rule::kVerdictDegradedRecovered) && d.recovered.size() >= 2 && last <= first - last) {
     d.verdict = VerdictKind::kDegraded;
     d.reasons.push_back({rule_name(Rule::kVerdictDegradedRecovered),
-                         std::to_string(d.recovered.size()) + " errors were recovered from (they recur)",
+                         std::to_string(d.recovered.size()) +
+                             " errors were recovered from and they keep coming (the last " + fmt_step(last) +
+                             " steps before the end)",
                          {}});
   }
   if (c.on(Rule::kVerdictDegradedSeries)) {

@@ -57,9 +57,10 @@ const std::vector<RuleInfo>& rules() {
        "a loss or grad norm non-finite to the last value logged, every iteration skipped, or nan iterations in the "
        "last interval is a numerical failure even without an error line"},
       {Rule::kVerdictDegradedSymptoms, "verdict.degraded-symptoms",
-       "no failure, but warnings of error severity: degraded"},
+       "no failure, but warnings of an error-severity entry (not the advisory lines of a fatal one): degraded"},
       {Rule::kVerdictDegradedRecovered, "verdict.degraded-recovered",
-       "no failure, but errors recovered from more than once: degraded"},
+       "no failure, but errors recovered from that keep coming (two or more, the run after the last no longer than "
+       "the stretch they came over): degraded"},
       {Rule::kVerdictDegradedSeries, "verdict.degraded-series",
        "no failure, but a straggler rank or a throughput drop in the numbers: degraded"},
       {Rule::kVerdictIncompleteInput, "verdict.incomplete-input",
@@ -123,8 +124,8 @@ const char* verdict_name(VerdictKind v) {
 int verdict_exit_code(VerdictKind v) {
   switch (v) {
     case VerdictKind::kHealthy: return 0;
-    case VerdictKind::kFailed:
-    case VerdictKind::kDegraded: return 1;
+    case VerdictKind::kFailed: return 1;
+    case VerdictKind::kDegraded: return 5;
     case VerdictKind::kIncomplete: return 3;
     case VerdictKind::kUnknown: return 4;
   }

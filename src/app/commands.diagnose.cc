@@ -184,7 +184,10 @@ int run_diagnose(const Options& opt) {
   // The history (app/history.h): kept, and a recurring failure said on stderr.
   if (!job.nothing_read && !opt.no_history) {
     if (std::string again = remember_diagnosis(job.d, "diagnose", opt.inputs); !again.empty())
-      fmt::print(stderr, "firstfault: seen before: {} (firstfault history)\n", escape_for_terminal(again));
+      // Wrapped to stderr's width like the report (COLUMNS, else the terminal's; a pipe: one line).
+      fmt::print(stderr, "{}\n",
+                 wrap_text("firstfault: seen before: " + escape_for_terminal(again) + " (firstfault history)",
+                           output_width(STDERR_FILENO)));
   }
   return print_diagnosis(job, opt);
 }

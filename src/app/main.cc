@@ -36,11 +36,13 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes (the verdict; `firstfault rules` lists the rules that decide it):\n"
     "  0  healthy: the log shows the run completing (completion lines, the final step of a known total)\n"
-    "  1  failed (a failure, with its evidence) or degraded (problems while the run kept making progress)\n"
+    "  1  failed: a failure, with its evidence\n"
     "  2  could not run: bad arguments, unreadable knowledge base, or no input could be read\n"
     "  3  incomplete: no failure found, but the input ends (or was read) short of the run's end:\n"
     "     a truncated stream, --max-bytes reached, inputs not read, a log that stops at step k of n\n"
     "  4  unknown: nothing to judge (empty input, nothing that reads as a training or serving log)\n"
+    "  5  degraded: no failure, but sustained harm the numbers show while the run went on (a straggler,\n"
+    "     a throughput drop, errors recovered from that keep coming)\n"
     "  A script that tests for 0 never reads a partial answer as healthy.\n";
 
 }  // namespace
@@ -192,9 +194,11 @@ int main(int argc, char** argv) {
   auto* kbcmd = app.add_subcommand("kb", "Inspect the knowledge base");
   kbcmd->require_subcommand(1);
   auto* kb_check = kbcmd->add_subcommand("check", "Validate every entry: schema, patterns, examples, collisions");
-  kb_check->add_flag("--strict", opt.strict_pages,
-                     "Fail on the page rules for --kb entries too (they are warnings there: a private KB needs patterns, not pages)");
-  kb_check->footer("Exit codes:\n  0  every entry is valid\n  1  errors found (each printed with its file and line)\n  2  could not run\n");
+  kb_check->add_flag(
+      "--strict", opt.strict_pages,
+      "Fail on the page rules for --kb entries too (they are warnings there: a private KB needs patterns, not pages)");
+  kb_check->footer(
+      "Exit codes:\n  0  every entry is valid\n  1  errors found (each printed with its file and line)\n  2  could not run\n");
   auto* kb_list = kbcmd->add_subcommand("list", "List entries");
   auto* kb_literals = kbcmd->add_subcommand(
       "literals", "Print the literal text of every pattern, one per line (for grep -F / rg -F comparisons)");
@@ -202,8 +206,10 @@ int main(int argc, char** argv) {
   kb_list->add_option("--framework", opt.filter_framework, "Only this framework");
   kb_list->add_option("--phase", opt.filter_phase, "Only this lifecycle phase")->check(CLI::IsMember(ff::kb::phases()));
   kb_list->add_option("--tag", opt.filter_tag, "Only entries with this tag");
-  kb_list->add_flag("--tags", opt.list_tags, "List the tags (of the entries the filters keep) with how many entries use each, most used first");
-  kb_list->footer("Exit codes:\n  0  entries listed\n  1  no entry matches the filters together\n  2  could not run, or a filter value no entry has (the values that exist are named)\n");
+  kb_list->add_flag("--tags", opt.list_tags,
+                    "List the tags (of the entries the filters keep) with how many entries use each, most used first");
+  kb_list->footer(
+      "Exit codes:\n  0  entries listed\n  1  no entry matches the filters together\n  2  could not run, or a filter value no entry has (the values that exist are named)\n");
   kb_list->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   auto* explain = app.add_subcommand("explain", "Show one knowledge-base entry");
@@ -259,8 +265,8 @@ int main(int argc, char** argv) {
   bundle->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
   ff::app::add_follow_flag(bundle, opt);
   bundle->footer(
-      "Exit codes: the verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, 4 "
-      "unknown), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
+      "Exit codes: the verdict's, as for diagnose (0 healthy, 1 failed, 3 incomplete, 4 "
+      "unknown, 5 degraded), once the bundle is written; 2 could not run (nothing read, or the bundle cannot be "
       "written).");
 
   auto* serve = app.add_subcommand(

@@ -74,7 +74,7 @@ LiveCommands& add_live_commands(CLI::App& app, Options& opt) {
   c.watch->add_flag("-L,--follow", opt.follow_symlinks, "Follow symbolic links found in folders");
   c.watch->footer(
       "Stops at Ctrl-C, --exit-on or --idle-exit, then prints the diagnosis of everything read.\n"
-      "Exit codes: the final verdict's, as for diagnose (0 healthy, 1 failed or degraded, 3 incomplete, "
+      "Exit codes: the final verdict's, as for diagnose (0 healthy, 1 failed, 5 degraded, 3 incomplete, "
       "4 unknown); 1 when --exit-on stopped it; 2 could not run.");
 
   c.run = app.add_subcommand(

@@ -46,12 +46,12 @@ void fields(auto& io, Is<LintData> auto& l) {
 // which the cache keeps in a section of their own so that a load without them skips it.
 void fields(auto& io, Is<Entry> auto& e) {
   io(e.id, e.title, e.category, e.severity, e.wrapper, e.after_completion, e.summary, e.patterns, e.symptoms,
-     e.root_cause, e.fix, e.verify, e.references, e.file);
+     e.root_cause, e.fix, e.verify, e.verify_where, e.verify_expect, e.references, e.file);
 }
 void page_fields(auto& io, Is<Entry> auto& e) {
   io(e.phase, e.frameworks, e.tags, e.mechanism, e.affected, e.confirm, e.transience, e.lookalikes, e.prevention,
-     e.related, e.code_examples, e.examples, e.negatives, e.verify_where, e.verify_expect, e.transience_recovers,
-     e.transience_stop, e.faq, e.code_examples_note);
+     e.related, e.code_examples, e.examples, e.negatives, e.transience_recovers, e.transience_stop, e.faq,
+     e.code_examples_note);
 }
 void fields(auto& io, Is<PrefixFormat> auto& f) {
   io(f.id, f.regex, f.consume, f.time_format, f.glued, f.end, f.rank_wins, f.samples, f.line);

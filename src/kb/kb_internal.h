@@ -103,8 +103,9 @@ void parse_formats(const YAML::Node& doc, const std::string& path, KnowledgeBase
 // 10: the page (verify's where and expect, transience_rule, faq, code_examples_note) and lint data;
 // 11: a metric's event_keys; tolerant framing (a prefix format's glued and end, the glue
 // residues), identity lines and rank headers; 12: an entry's wrapper flag; 14: a prefix
-// format's rank_wins, an entry's after_completion.
-inline constexpr const char* kCacheVersion = "kbcache-14";
+// format's rank_wins, an entry's after_completion; 15: verify's where and expect are read by
+// a diagnosis (the report says where the command runs), no longer page fields.
+inline constexpr const char* kCacheVersion = "kbcache-15";
 
 // The cached model and its files' errors, or false when the file is missing, damaged,
 // short, or of another version or key; `with_pages` decodes the page fields too.

@@ -340,6 +340,12 @@ TEST(PrefixParser, PeelsPrefixesFromKbFormats) {
   // own "[rank12]:" after it the global rank (rank_wins).
   p.value()->parse("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] watchdog", rec);
   EXPECT_EQ(rec.rank, 12);
+  // Syslog's wire form: the priority, then the BSD header.
+  p.value()->parse("<14>Nov 30 10:21:08 gpu-node-07 python3[4242]: [rank3]: Traceback (most recent call last):", rec);
+  EXPECT_EQ(rec.node, "gpu-node-07");
+  EXPECT_EQ(rec.pid, 4242);
+  EXPECT_EQ(rec.rank, 3);
+  EXPECT_EQ(rec.message, "Traceback (most recent call last):");
   p.value()->parse("RuntimeError: not a prefix", rec);
   EXPECT_EQ(rec.message, "RuntimeError: not a prefix");
   EXPECT_EQ(rec.rank, -1);
