@@ -70,7 +70,9 @@ std::string explain_page(const kb::Entry& entry, const Md& md) {
   // The reports' words for where it runs (they end in a colon, as a line before the command).
   const std::string where = report::detail::verify_where_text(e->verify_where);
   out += fmt::format("\nVerify{}\n", where.empty() ? "" : ": " + where.substr(0, where.size() - 1));
-  for (std::string_view line : split(trim(e->verify), '\n')) out += fmt::format("    {}\n", tn(std::string(line)));
+  // Code to paste is never wrapped (base/wrap.h kVerbatim).
+  for (std::string_view line : split(trim(e->verify), '\n'))
+    out += fmt::format("{}    {}\n", kVerbatim, tn(std::string(line)));
   if (!e->verify_expect.empty()) out += fmt::format("  expect: {}\n", md(e->verify_expect));
   if (!e->transience.empty() || !e->transience_recovers.empty()) {
     out += fmt::format("\nTransient or terminal: {}\n", t1(e->transience.empty() ? "see below" : e->transience));

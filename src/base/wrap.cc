@@ -142,15 +142,20 @@ size_t display_width(std::string_view s) {
 }
 
 std::string wrap_text(std::string_view text, size_t width) {
-  if (width == 0) return std::string(text);
-  width = std::max<size_t>(width, 8);
+  if (width == 0 && text.find(kVerbatim) == std::string_view::npos) return std::string(text);
+  if (width != 0) width = std::max<size_t>(width, 8);
   std::string out;
   out.reserve(text.size() + text.size() / 16);
   size_t start = 0;
   while (start <= text.size()) {
     size_t nl = text.find('\n', start);
     std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-    wrap_line(line, width, out);
+    if (!line.empty() && line[0] == kVerbatim)
+      out.append(line.substr(1));
+    else if (width == 0)
+      out.append(line);
+    else
+      wrap_line(line, width, out);
     if (nl == std::string_view::npos) break;
     out += '\n';
     start = nl + 1;

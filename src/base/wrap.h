@@ -20,7 +20,11 @@ size_t display_width(std::string_view s);
 // room left is cut (a path or a URL cannot be broken anywhere better). A line that is a
 // shell command ("$ ..." after the indentation) breaks with " \" at the ends of its lines,
 // so it still pastes, and its words are never cut (one wider than the line runs past it).
-// width 0: unchanged.
+// A line that starts with kVerbatim is written whole, without the marker, at any width
+// (code to be pasted: a verify command, a Python snippet, a file:line a terminal makes
+// clickable); the terminal folds it, and copying it gives the line. width 0: unchanged,
+// but for the markers, which are always removed.
+inline constexpr char kVerbatim = '\x1f';  // ASCII unit separator: never in printed text
 std::string wrap_text(std::string_view text, size_t width);
 
 // `s` cut to at most `width` columns, ending in "…" when something was cut.

@@ -34,6 +34,18 @@ TEST(Wrap, DisplayWidthCountsCharactersNotBytesAndSkipsEscapes) {
   EXPECT_EQ(display_width("\xE2\x80\xA6"), 1u);
 }
 
+// Code to paste (kVerbatim) is written whole at any width, and the marker never shows.
+TEST(Wrap, AVerbatimLineIsNeverWrappedAndLosesItsMarker) {
+  const std::string code = "  print(f\"rank {dist.get_rank()} peak host RSS {rss_gib:.1f} GiB\", flush=True)";
+  const std::string text = "Verify\n" + std::string(1, kVerbatim) + code + "\nafter it a long line of prose that wraps";
+  for (size_t width : {0, 20, 60, 120}) {
+    const std::string out = wrap_text(text, width);
+    EXPECT_NE(out.find("\n" + code + "\n"), std::string::npos) << width << ":\n" << out;
+    EXPECT_EQ(out.find(kVerbatim), std::string::npos) << width;
+  }
+  EXPECT_NE(wrap_text(text, 20).find("prose that\n"), std::string::npos);
+}
+
 TEST(Wrap, BreaksAtSpacesAndKeepsEveryWord) {
   const std::string text =
       "Fix: reduce the micro-batch size, or enable activation checkpointing, then run the same step again";

@@ -315,7 +315,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     out += fmt::format("first failure: {}   (confidence {:.2f})\n", where, p.confidence);
     if (!p.evidence.empty()) {
       const auto& e = p.evidence[0];
-      out += fmt::format("  {}:{}\n  {} {}\n", t(e.source), e.line, paint("1;31", ">"), t(e.text));
+      // The file:line whole (terminals make it clickable; a break before the colon would not be).
+      out += fmt::format("{}  {}:{}\n  {} {}\n", kVerbatim, t(e.source), e.line, paint("1;31", ">"), t(e.text));
     }
     if (detail::says_rank_source(p)) out += fmt::format("  (rank from {})\n", t(p.rank_source));
     if (p.user_frame) {
@@ -352,8 +353,10 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       const std::string where = detail::verify_where_text(p.verify_where);
       if (!where.empty()) verify_block += fmt::format("  {}\n", where);
       const std::string verify = ml(trimmed(p.verify));
+      // Code to paste is never wrapped (a break inside a quoted string or between a
+      // variable and its command changes what runs); the terminal folds a long line.
       for (auto line : split(verify, '\n'))
-        verify_block += line.empty() ? std::string("\n") : fmt::format("  {}\n", line);
+        verify_block += line.empty() ? std::string("\n") : fmt::format("{}  {}\n", kVerbatim, line);
       if (!p.verify_expect.empty()) verify_block += fmt::format("  Expect: {}\n", ml(trimmed(p.verify_expect)));
     }
     size_t shown = p.fix.size();
