@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -41,6 +43,8 @@ Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, un
     ::unsetenv("COLUMNS");
     ::unsetenv("NO_COLOR");
     ::setenv("FIRSTFAULT_CACHE_DIR", kCache.c_str(), 1);
+    // Never the user's own history (its "seen before" line would join the output).
+    ::setenv("FIRSTFAULT_NO_HISTORY", "1", 1);
     for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
     std::vector<char*> argv = {const_cast<char*>(FF_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -129,6 +133,23 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
   size_t widest = 0;
   for (const auto& l : lines_of(piped.out)) widest = std::max(widest, ff::display_width(l));
   ASSERT_GT(widest, 80u) << "the log's report has lines wider than 80 columns, or this test proves nothing";
+  // Code to paste is never wrapped (issue 33): the verify code and the decisive file:line
+  // are written whole at any width, and the terminal folds them.
+  std::set<std::string> verbatim;
+  {
+    bool in_verify = false;
+    for (const auto& l : lines_of(piped.out)) {
+      if (l == "Verify")
+        in_verify = true;
+      else if (in_verify && (l.empty() || l.rfind("  Expect:", 0) == 0 || l.rfind("  Then check", 0) == 0))
+        in_verify = false;
+      else if (in_verify)
+        verbatim.insert(l);
+      if (l.find(".log:") != std::string::npos && l.rfind("  ", 0) == 0 && l.find(' ', 2) == std::string::npos)
+        verbatim.insert(l);
+    }
+  }
+  ASSERT_FALSE(verbatim.empty());
   for (unsigned short cols : {40, 80, 200}) {
     SCOPED_TRACE("columns " + std::to_string(cols));
     // A tall screen: the steps of the fix stay in their order (see the first-screen test).
@@ -136,7 +157,7 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
     ASSERT_EQ(o.rc, 1) << o.out;
     // Every line fits, but for a word of a shell command wider than the line (never cut:
     // it would no longer paste), alone on its line.
-    for (const auto& l : lines_of(o.out)) EXPECT_TRUE(fits(l, cols)) << "'" << l << "'";
+    for (const auto& l : lines_of(o.out)) EXPECT_TRUE(fits(l, cols) || verbatim.count(l)) << "'" << l << "'";
     // Each word of the piped report is in the terminal's, in order and whole; a word is
     // cut only where it is wider than the line itself (a long path).
     std::vector<std::string> want = words_of(without_timing(piped.out)), got = words_of(without_timing(o.out));
@@ -157,10 +178,11 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
   const Outcome narrow = ff::test::run_firstfault(
       "diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / ("t-cols-" + std::to_string(::getpid())));
   EXPECT_EQ(without_timing(narrow.out), without_timing(piped.out));
-  std::string cmd = "COLUMNS=50 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY + " diagnose " +
-                    ff::test::quote(kLog) + " > " + ::testing::TempDir() + "/cols50.out";
+  std::string cmd = "COLUMNS=50 FIRSTFAULT_NO_HISTORY=1 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY +
+                    " diagnose " + ff::test::quote(kLog) + " > " + ::testing::TempDir() + "/cols50.out";
   std::system(cmd.c_str());
-  for (const auto& l : lines_of(ff::test::slurp(::testing::TempDir() + "/cols50.out"))) EXPECT_TRUE(fits(l, 50)) << l;
+  for (const auto& l : lines_of(ff::test::slurp(::testing::TempDir() + "/cols50.out")))
+    EXPECT_TRUE(fits(l, 50) || verbatim.count(l)) << l;
 }
 
 TEST(Terminal, TheAnswerIsOnTheFirstScreenOfA24RowTerminal) {
@@ -188,7 +210,19 @@ TEST(Terminal, AnEntryIsWrappedLikeTheReport) {
   const Outcome o = run_on_pty({"explain", "pytorch.cuda.out-of-memory"}, 24, 50);
   ASSERT_EQ(o.rc, 0) << o.out;
   ASSERT_GT(lines_of(o.out).size(), 10u);
-  for (const auto& l : lines_of(o.out)) EXPECT_LE(ff::display_width(l), 50u) << "'" << l << "'";
+  // The verify code is written whole (issue 33: it must paste); everything else wraps.
+  std::set<std::string> code;
+  bool in_verify = false;
+  for (const auto& l : lines_of(o.out)) {
+    if (l.rfind("Verify:", 0) == 0)
+      in_verify = true;
+    else if (in_verify && l.rfind("    ", 0) != 0)
+      in_verify = false;
+    else if (in_verify)
+      code.insert(l);
+  }
+  ASSERT_FALSE(code.empty()) << o.out;
+  for (const auto& l : lines_of(o.out)) EXPECT_TRUE(ff::display_width(l) <= 50u || code.count(l)) << "'" << l << "'";
 }
 
 TEST(Terminal, TablesFitTheWidth) {

@@ -81,9 +81,13 @@ std::map<int, std::vector<std::string>> by_rank(const std::string& text) {
 // The live scan, fed a log in random pieces (a line split anywhere, several sources at
 // once), gives the events and the diagnosis scan_job gives for the whole files.
 TEST(LiveScan, SameEventsAndDiagnosisAsScanJobForAnySplit) {
-  const std::vector<std::vector<std::string>> jobs = {
-      {"01_rank_exception.log"}, {"01_rank_exception__rankprefix.log"}, {"03_loss_scale_terminal__tee.log"},
-      {"05_signal_kill__tee.log"}, {"06_hang.log"}, {"09_healthy__tee.log"}, {"per-rank files"}};
+  const std::vector<std::vector<std::string>> jobs = {{"01_rank_exception.log"},
+                                                      {"01_rank_exception__rankprefix.log"},
+                                                      {"03_loss_scale_terminal__tee.log"},
+                                                      {"05_signal_kill__tee.log"},
+                                                      {"06_hang.log"},
+                                                      {"09_healthy__tee.log"},
+                                                      {"per-rank files"}};
   const fs::path tmp = fs::temp_directory_path() / ("ff-livescan-" + std::to_string(::getpid()));
   for (const auto& names : jobs) {
     std::vector<std::string> paths, texts;
@@ -146,7 +150,9 @@ TEST(LiveScan, SameEventsAndDiagnosisAsScanJobForAnySplit) {
   fs::remove_all(tmp);
 }
 
-bool is_progress(const std::string& line) { return line.find(" step ") != std::string::npos && line.find("| loss") != std::string::npos; }
+bool is_progress(const std::string& line) {
+  return line.find(" step ") != std::string::npos && line.find("| loss") != std::string::npos;
+}
 
 // A stall on a clock the test sets: learned from the step intervals (10 x 100 ms, no
 // floor), it fires once, with the last step and the rank that stopped first.
@@ -200,7 +206,8 @@ class Watch : public ff::test::TempDirTest {
   pid_t start(const std::string& args, const std::string& env = "") {
     const std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(ff::test::shared_cache_dir().string()) +
                             " FIRSTFAULT_NO_HISTORY=1 NO_COLOR=1 " + env + " exec " + FF_BINARY + " " + args + " >" +
-                            quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string()) + " </dev/null";
+                            quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string()) +
+                            " </dev/null";
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -296,7 +303,8 @@ TEST_F(Watch, ReplayIntoAGrowingRotatedTruncatedFileCountsEveryLineOnce) {
     // The first failure was said as it happened, once.
     int failures = 0;
     for (const auto& a : out) {
-      if (a.value("schema", "") == "firstfault.alert/1" && a["kind"] == "failure" && a["id"] == want["primary"]["id"]) ++failures;
+      if (a.value("schema", "") == "firstfault.alert/1" && a["kind"] == "failure" && a["id"] == want["primary"]["id"])
+        ++failures;
     }
     EXPECT_EQ(failures, 1);
     const std::string err = slurp(dir_ / "stderr");
@@ -372,11 +380,14 @@ TEST_F(Watch, OnFindingRunsOncePerIncident) {
 // line without a newline), the command's exit status, the diagnosis in the report.
 TEST_F(Watch, RunPassesOutputThroughAndKeepsTheExitStatus) {
   const std::string log = data_path("01_rank_exception.log");
-  const std::string py = "import sys\n"
-                         "sys.stdout.buffer.write(open(" + quote(log) + ".strip(\"'\"), 'rb').read())\n"
-                         "sys.stdout.flush()\n"
-                         "sys.stderr.buffer.write(b'warn \\xff\\x00 bytes\\nno newline')\n"
-                         "sys.exit(7)\n";
+  const std::string py =
+      "import sys\n"
+      "sys.stdout.buffer.write(open(" +
+      quote(log) +
+      ".strip(\"'\"), 'rb').read())\n"
+      "sys.stdout.flush()\n"
+      "sys.stderr.buffer.write(b'warn \\xff\\x00 bytes\\nno newline')\n"
+      "sys.exit(7)\n";
   ff::test::write_file(dir_ / "job.py", py);
   ff::test::Outcome r = run("run --no-history --report " + quote((dir_ / "report.txt").string()) + " -- python3 " +
                             quote((dir_ / "job.py").string()));
@@ -399,19 +410,33 @@ TEST_F(Watch, RunPassesOutputThroughAndKeepsTheExitStatus) {
   EXPECT_EQ(d["command_exit_status"], 7);
 
   // A signal: 128 + its number, as a shell says it.
-  ff::test::Outcome k = run("run --no-history --report " + quote((dir_ / "r2.txt").string()) + " -- sh -c 'kill -9 $$'");
+  ff::test::Outcome k =
+      run("run --no-history --report " + quote((dir_ / "r2.txt").string()) + " -- sh -c 'kill -9 $$'");
   EXPECT_EQ(k.rc, 137);
-  EXPECT_NE(slurp(dir_ / "r2.txt").find("killed by signal 9"), std::string::npos);
+  const std::string killed = slurp(dir_ / "r2.txt");
+  EXPECT_NE(killed.find("killed by signal 9"), std::string::npos);
+  // Issue 33: the signal is the run's evidence, not an empty input: SIGKILL's entry.
+  EXPECT_EQ(killed.find("UNKNOWN"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("FAILED"), std::string::npos) << killed;
+  ff::test::Outcome kj = run("run --no-history -f json -- sh -c 'kill -9 $$'");
+  const size_t kb = kj.err.find("{");
+  ASSERT_NE(kb, std::string::npos) << kj.err;
+  const json kd = json::parse(kj.err.substr(kb));
+  EXPECT_EQ(kd["verdict"], "failed");
+  EXPECT_EQ(kd["primary"]["id"], "distributed.elastic.worker-sigkill");
+  EXPECT_EQ(kd["primary"]["category"], "host-memory");
   // A command that closes its output and goes on: waited for (not spun on), its status kept.
   const auto t0 = std::chrono::steady_clock::now();
   ff::test::Outcome c = run("run --no-history --report " + quote((dir_ / "r4.txt").string()) +
                             " -- sh -c 'exec >&- 2>&-; sleep 1; exit 5'");
   EXPECT_EQ(c.rc, 5);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
-  // A command that does not exist: 127, as a shell says it.
+  // A command that cannot start: firstfault could not run it (2, as the help says), with
+  // why, and no diagnosis of an empty run.
   ff::test::Outcome m = run("run --no-history --report " + quote((dir_ / "r3.txt").string()) + " -- /nonexistent/cmd");
-  EXPECT_EQ(m.rc, 127);
-  EXPECT_NE(m.err.find("cannot run"), std::string::npos);
+  EXPECT_EQ(m.rc, 2);
+  EXPECT_NE(m.err.find("cannot run /nonexistent/cmd: No such file or directory"), std::string::npos) << m.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r3.txt"));
 }
 
 int free_port() {
@@ -439,12 +464,16 @@ TEST_F(Watch, PrometheusScrapesTheMetrics) {
   fs::copy_file(data_path(name), logs / "train.log");
   const json want = json::parse(run("diagnose --no-history -f json " + quote(data_path(name))).out);
   const int port = free_port(), prom_port = free_port();
-  const pid_t watch = start("watch --poll 50ms --metrics 127.0.0.1:" + std::to_string(port) + " " + quote(logs.string()));
-  ff::test::write_file(dir_ / "prometheus.yml",
-                       "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                       "rule_files:\n  - " + std::string(FF_SOURCE_DIR) + "/docs/alerting-rules.yml\n"
-                       "scrape_configs:\n  - job_name: firstfault\n    static_configs:\n      - targets: ['127.0.0.1:" +
-                           std::to_string(port) + "']\n");
+  const pid_t watch =
+      start("watch --poll 50ms --metrics 127.0.0.1:" + std::to_string(port) + " " + quote(logs.string()));
+  ff::test::write_file(
+      dir_ / "prometheus.yml",
+      "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+      "rule_files:\n  - " +
+          std::string(FF_SOURCE_DIR) +
+          "/docs/alerting-rules.yml\n"
+          "scrape_configs:\n  - job_name: firstfault\n    static_configs:\n      - targets: ['127.0.0.1:" +
+          std::to_string(port) + "']\n");
   const std::string prom_cmd = "exec prometheus --config.file=" + quote((dir_ / "prometheus.yml").string()) +
                                " --storage.tsdb.path=" + quote((dir_ / "tsdb").string()) +
                                " --web.listen-address=127.0.0.1:" + std::to_string(prom_port) + " >" +
@@ -491,7 +520,8 @@ TEST_F(Watch, PrometheusScrapesTheMetrics) {
   EXPECT_FALSE(alert.is_null()) << "docs/alerting-rules.yml: TrainingJobFailed did not fire";
   if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
     EXPECT_EQ(std::system(("promtool check rules " + quote(std::string(FF_SOURCE_DIR) + "/docs/alerting-rules.yml") +
-                           " >/dev/null").c_str()),
+                           " >/dev/null")
+                              .c_str()),
               0);
   }
   ::kill(prom, SIGTERM);
@@ -534,7 +564,8 @@ TEST_F(Watch, HistorySaysWhenAFailureRecurs) {
 TEST_F(Watch, Issue31MetricsOffLoopbackNeedAllowRemote) {
   ff::test::write_file(dir_ / "train.log", "step 1 loss 1.0\n");
   for (const char* address : {"0.0.0.0:0", "[::]:0", "192.0.2.1:9464"}) {
-    const pid_t pid = start("watch " + quote((dir_ / "train.log").string()) + " --metrics " + quote(std::string(address)));
+    const pid_t pid =
+        start("watch " + quote((dir_ / "train.log").string()) + " --metrics " + quote(std::string(address)));
     EXPECT_EQ(finish(pid, 10), 2) << address;
     const std::string err = ff::test::slurp(dir_ / "stderr");
     EXPECT_NE(err.find("--allow-remote"), std::string::npos) << address << ": " << err;

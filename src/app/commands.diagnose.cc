@@ -21,6 +21,7 @@
 #include "base/strings.h"
 #include "base/wrap.h"
 #include "report/editor.h"
+#include "report/format.h"
 #include "report/report.h"
 #include "scan/scan.h"
 #include "site/search_index.h"
@@ -55,7 +56,7 @@ void add_rerun_check(analyze::Diagnosis& d, const std::vector<std::string>& inpu
   for (const auto& in : inputs) before += (before.empty() ? "" : " ") + shell_quote(in);
   std::string& v = d.primary->verify;
   v = std::string(trim(v));
-  v += std::string(v.empty() ? "" : "\n") + "Then check that its signature (" + d.primary->fingerprint +
+  v += std::string(v.empty() ? "" : "\n") + std::string(report::detail::kRerunCheck) + d.primary->fingerprint +
        ") is gone from the rerun:\n$ firstfault verify --before " + before + " --after NEW_LOGS";
 }
 

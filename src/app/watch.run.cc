@@ -35,6 +35,14 @@ int run_run(const Options& opt, const LiveOptions& lo) {
     say_error(std::string("run: pipe: ") + std::strerror(errno));
     return 2;
   }
+  // The child reports a failed exec through a close-on-exec pipe (a successful exec closes
+  // it unread): a command that cannot start is firstfault's failure to run it (exit 2),
+  // not a run whose output was empty.
+  int exec_err[2];
+  if (::pipe2(exec_err, O_CLOEXEC) != 0) {
+    say_error(std::string("run: pipe: ") + std::strerror(errno));
+    return 2;
+  }
   std::vector<std::string> args = lo.command;
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -49,12 +57,25 @@ int run_run(const Options& opt, const LiveOptions& lo) {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execvp(argv[0], argv.data());
-    const std::string msg = "firstfault: run: cannot run " + args[0] + ": " + std::strerror(errno) + "\n";
-    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(errno == ENOENT ? 127 : 126);
+    const int e = errno;
+    (void)!::write(exec_err[1], &e, sizeof e);
+    ::_exit(e == ENOENT ? 127 : 126);
   }
   ::close(out[1]);
   ::close(err[1]);
+  ::close(exec_err[1]);
+  int exec_errno = 0;
+  ssize_t got_errno;
+  do got_errno = ::read(exec_err[0], &exec_errno, sizeof exec_errno);
+  while (got_errno < 0 && errno == EINTR);
+  ::close(exec_err[0]);
+  if (got_errno == static_cast<ssize_t>(sizeof exec_errno)) {
+    ::waitpid(pid, nullptr, 0);
+    ::close(out[0]);
+    ::close(err[0]);
+    say_error("run: cannot run " + args[0] + ": " + std::strerror(exec_errno));
+    return 2;
+  }
   // Ctrl-C reaches the command from the terminal itself (one process group); a SIGTERM
   // sent to firstfault (a scheduler's) is handed on to the command, which decides.
   install_interrupt_handlers();
@@ -124,6 +145,17 @@ int run_run(const Options& opt, const LiveOptions& lo) {
     if (st.open) ::close(st.fd);
   }
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  // The command's own end is evidence too: a signal that killed it is read as one more
+  // line of the run (source "run"), which the KB names like any other (SIGKILL: the
+  // kernel's OOM killer is the usual sender), so a command killed before it printed
+  // anything is a failure with its cause, not an empty input.
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    const std::string line = fmt::format("firstfault run: the command was killed by signal {} (SIG{})\n", sig,
+                                         name ? name : std::to_string(sig).c_str());
+    s.feed(s.open("run"), line, steady_ms());
+  }
   const analyze::Diagnosis& d = live.finish();
   // The job is the command, run in this folder ("$ " marks it as no path: app/history.h).
   // The history keeps it, so its secrets (`--hf_token hf_...`) and identities are replaced

@@ -93,7 +93,7 @@ void parse_reference(FileChecker& c, const YAML::Node& n, const std::string& fie
   if (n.IsScalar())
     out.push_back({n.as<std::string>(), ""});
   else if (n.IsMap())
-    out.push_back({c.str(n, "url", true), c.str(n, "note", false)});
+    c.known_keys(n, field, {"url", "note"}), out.push_back({c.str(n, "url", true), c.str(n, "note", false)});
   else
     c.fail(n, field, "must be a URL or {url, note}");
 }
@@ -203,6 +203,7 @@ void parse_examples(FileChecker& c, const YAML::Node& doc, Entry& e) {
       if (exs[i].IsScalar()) {
         ex.text = exs[i].as<std::string>();
       } else if (exs[i].IsMap()) {
+        c.known_keys(exs[i], "examples[" + std::to_string(i) + "]", {"text", "captures"});
         ex.text = c.str(exs[i], "text", true);
         if (exs[i]["captures"] && exs[i]["captures"].IsMap()) {
           for (const auto& kv : exs[i]["captures"])
@@ -232,6 +233,7 @@ void parse_patterns(FileChecker& c, const YAML::Node& doc, bool trusted, Entry& 
         c.fail(p, field, "must be a mapping");
         continue;
       }
+      c.known_keys(p, field, {"id", "role", "regex", "literal", "source", "source_note", "precedence", "priority"});
       Pattern pat;
       if (!parse_pattern(c, p, field, trusted, seen, pat)) continue;
       e.patterns.push_back(std::move(pat));
@@ -276,6 +278,36 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
     ok = false;
     return e;
   }
+  c.known_keys(doc, "",
+               {"id",
+                "title",
+                "category",
+                "severity",
+                "wrapper",
+                "after_completion",
+                "phase",
+                "frameworks",
+                "tags",
+                "summary",
+                "mechanism",
+                "affected",
+                "confirm",
+                "transience",
+                "lookalikes",
+                "patterns",
+                "symptoms",
+                "root_cause",
+                "fix",
+                "verify",
+                "prevention",
+                "transience_rule",
+                "faq",
+                "code_examples",
+                "code_examples_note",
+                "related",
+                "references",
+                "examples",
+                "negatives"});
   e.id = c.str(doc, "id", true);
   if (!e.id.empty()) {
     bool good = std::all_of(e.id.begin(), e.id.end(), [](char ch) {
@@ -321,6 +353,7 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
         c.fail(la[i], "lookalikes[" + std::to_string(i) + "]", "must be a mapping {id, how_to_tell}");
         continue;
       }
+      c.known_keys(la[i], "lookalikes[" + std::to_string(i) + "]", {"id", "how_to_tell"});
       e.lookalikes.push_back({c.str(la[i], "id", true), c.str(la[i], "how_to_tell", true)});
     }
   }
@@ -331,6 +364,7 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
     if (!t.IsMap()) {
       c.fail(t, "transience_rule", "must be a mapping {recovers, stop}");
     } else {
+      c.known_keys(t, "transience_rule", {"recovers", "stop"});
       e.transience_recovers = c.str(t, "recovers", true);
       e.transience_stop = c.str(t, "stop", true);
     }
@@ -349,6 +383,7 @@ Entry parse_entry(const YAML::Node& doc, const std::string& path, std::vector<Er
         c.fail(syms[i], "symptoms[" + std::to_string(i) + "]", "must be a mapping {symptom, why}");
         continue;
       }
+      c.known_keys(syms[i], "symptoms[" + std::to_string(i) + "]", {"symptom", "why"});
       e.symptoms.push_back({c.str(syms[i], "symptom", true), c.str(syms[i], "why", false)});
     }
   }

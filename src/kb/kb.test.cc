@@ -69,6 +69,23 @@ TEST(KbLoad, BadEntryIsReportedWithFileLineAndFieldAndOthersStillLoad) {
   EXPECT_NE(r.errors[2].message.find("YAML syntax error"), std::string::npos);
 }
 
+// Issue 34: a key the schema does not know is an error with its file and line, the rest
+// of the entry still loads; a flow map's value split at a comma ({url: U, note: a, b})
+// shows up as such a key, and the message says to quote the value.
+TEST(KbLoad, AnUnknownKeyAndACommaSplitNoteAreErrorsAndTheEntryStillLoads) {
+  std::string s = kGood;
+  s.replace(s.find("references: [{url: 'https://example.org', note: n}]"), 51,
+            "references: [{url: 'https://example.org', note: DummyOptim, DummyScheduler and more}]\nfxi: [typo]");
+  LoadResult r = load({{"x.yaml", s}});
+  ASSERT_EQ(r.errors.size(), 2u) << r.errors[0].message;
+  EXPECT_NE(r.kb.find("test.good"), nullptr) << "the entry still loads";
+  EXPECT_EQ(r.errors[0].where.field, "fxi");
+  EXPECT_EQ(r.errors[0].where.line, 15);
+  EXPECT_NE(r.errors[0].message.find("unknown field 'fxi'"), std::string::npos);
+  EXPECT_EQ(r.errors[1].where.field, "references[0].DummyScheduler and more");
+  EXPECT_NE(r.errors[1].message.find("quote the value"), std::string::npos) << r.errors[1].message;
+}
+
 TEST(KbLoad, MissingRequiredFieldIsNamed) {
   std::string s = kGood;
   s.erase(s.find("verify: v\n"), 10);

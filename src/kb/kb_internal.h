@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -43,6 +45,26 @@ struct FileChecker {
     int line = at.IsDefined() ? at.Mark().line + 1 : 0;
     errors.push_back(make_error(ErrorCode::kInvalidKb, message, {path, line > 0 ? line : 0, field}));
     failed = true;
+  }
+
+  // Every key of `map` must be one the schema knows: an unknown one is an error with its
+  // file and line, and the rest of the entry is still read (a typo loses nothing else).
+  // A key with no value in a flow map is almost always a value YAML split at a comma
+  // ({url: U, note: a, b} is note "a" and a key "b"): the message says to quote it.
+  void known_keys(const YAML::Node& map, const std::string& field, std::initializer_list<std::string_view> allowed) {
+    if (!map.IsMap()) return;
+    for (const auto& kv : map) {
+      const std::string k = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), std::string_view(k)) != allowed.end()) continue;
+      std::string known;
+      for (std::string_view a : allowed) known += (known.empty() ? "" : ", ") + std::string(a);
+      std::string message = "unknown field '" + k + "' (known: " + known + ")";
+      if (map.Style() == YAML::EmitterStyle::Flow && (!kv.second || kv.second.IsNull()))
+        message += "; in a {...} map a comma ends a value: quote the value before it";
+      const int line = kv.first.Mark().line + 1;
+      errors.push_back(
+          make_error(ErrorCode::kInvalidKb, message, {path, line > 0 ? line : 0, field.empty() ? k : field + "." + k}));
+    }
   }
 
   std::string str(const YAML::Node& map, const char* key, bool required) {

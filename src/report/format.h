@@ -55,6 +55,10 @@ inline std::string where_text(const analyze::Finding& p) {
 // Whether the "rank from ..." line adds anything to where_text.
 // Where a verify command runs (kb/README.md, "The page"), as the reports say it; empty when
 // the entry does not say.
+// What diagnose appends to the entry's verify code (app add_rerun_check): prose and a
+// firstfault command, which wrap as prose and as a shell command; the code above it never.
+inline constexpr std::string_view kRerunCheck = "Then check that its signature (";
+
 inline std::string verify_where_text(const std::string& where) {
   if (where == "shell") return "in a shell on the node, after the fix:";
   if (where == "rerun") return "rerun a few steps of the job with the fix:";

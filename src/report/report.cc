@@ -355,8 +355,12 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       const std::string verify = ml(trimmed(p.verify));
       // Code to paste is never wrapped (a break inside a quoted string or between a
       // variable and its command changes what runs); the terminal folds a long line.
-      for (auto line : split(verify, '\n'))
-        verify_block += line.empty() ? std::string("\n") : fmt::format("{}  {}\n", kVerbatim, line);
+      bool code = true;  // until diagnose's re-check of the rerun (detail::kRerunCheck)
+      for (auto line : split(verify, '\n')) {
+        if (starts_with(line, detail::kRerunCheck)) code = false;
+        verify_block += line.empty() ? std::string("\n")
+                                     : fmt::format("{}  {}\n", code ? std::string(1, kVerbatim) : std::string(), line);
+      }
       if (!p.verify_expect.empty()) verify_block += fmt::format("  Expect: {}\n", ml(trimmed(p.verify_expect)));
     }
     size_t shown = p.fix.size();
