@@ -35,15 +35,26 @@ Clocks estimate_clocks(const std::vector<SourceSummary>& sources, const JobNumbe
   Clocks c;
   for (const auto& s : sources) c.rank_node.insert(s.rank_node.begin(), s.rank_node.end());
   if (!numbers.series || !numbers.aliases || c.rank_node.empty()) return c;
-  // step -> time per rank, from the metric with the most points.
-  std::map<int, std::map<double, int64_t>> times;
+  // step -> time per rank, from the metric with the most points: (step, time) sorted by
+  // step, the first time of a step kept. Sorted vectors, not maps: tens of thousands of
+  // points on a big job, and a node each in a map cost more than the rest of the analysis.
+  using StepTimes = std::vector<std::pair<double, int64_t>>;
+  auto by_step = [](const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+    return a.first < b.first;
+  };
+  auto same_step = [](const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+    return a.first == b.first;
+  };
+  std::map<int, StepTimes> times;
   for (const auto& [key, s] : numbers.series->all()) {
     if (key.second < 0) continue;
     auto& t = times[key.second];
     if (!t.empty()) continue;
     for (const auto& p : s.points) {
-      if (p.time_us != INT64_MIN) t.emplace(p.step, p.time_us);
+      if (p.time_us != INT64_MIN) t.emplace_back(p.step, p.time_us);
     }
+    std::stable_sort(t.begin(), t.end(), by_step);
+    t.erase(std::unique(t.begin(), t.end(), same_step), t.end());
   }
   std::map<std::string, std::vector<int>> node_ranks;
   for (const auto& [r, n] : c.rank_node) {
@@ -55,22 +66,26 @@ Clocks estimate_clocks(const std::vector<SourceSummary>& sources, const JobNumbe
     if (ref.empty() || rs.size() > node_ranks[ref].size()) ref = n;
   }
   // The reference clock: per step, the median time over the reference node's ranks.
-  std::map<double, std::vector<int64_t>> ref_samples;
-  for (int r : node_ranks[ref]) {
-    for (const auto& [step, t] : times[r]) ref_samples[step].push_back(t);
-  }
-  std::map<double, int64_t> ref_time;
-  for (auto& [step, v] : ref_samples) {
+  StepTimes ref_samples;
+  for (int r : node_ranks[ref]) ref_samples.insert(ref_samples.end(), times[r].begin(), times[r].end());
+  std::stable_sort(ref_samples.begin(), ref_samples.end(), by_step);
+  StepTimes ref_time;
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < ref_samples.size();) {
+    size_t j = i;
+    v.clear();
+    for (; j < ref_samples.size() && ref_samples[j].first == ref_samples[i].first; ++j) v.push_back(ref_samples[j].second);
     std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    ref_time[step] = v[v.size() / 2];
+    ref_time.emplace_back(ref_samples[i].first, v[v.size() / 2]);
+    i = j;
   }
   for (const auto& [n, rs] : node_ranks) {
     if (n == ref) continue;
     std::vector<int64_t> deltas;
     for (int r : rs) {
       for (const auto& [step, t] : times[r]) {
-        auto it = ref_time.find(step);
-        if (it != ref_time.end()) deltas.push_back(t - it->second);
+        auto it = std::lower_bound(ref_time.begin(), ref_time.end(), std::pair<double, int64_t>{step, 0}, by_step);
+        if (it != ref_time.end() && it->first == step) deltas.push_back(t - it->second);
       }
     }
     if (deltas.size() < 3) continue;

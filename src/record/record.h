@@ -165,6 +165,15 @@ class PrefixParser {
   // ends, and the prefixes from there are peeled too (what the line's own prefixes said
   // wins).
   void parse(std::string_view line, Record& rec) const;
+  // parse() in its two steps, for a caller that can tell that a line needs no glue search
+  // (scan: a line of a progress shape whose text holds none of glue_bytes(), since the
+  // numbers between the pieces cannot): the prefixes, then the glue search, which says
+  // whether it moved the message.
+  void parse_prefixes(std::string_view line, Record& rec) const;
+  bool glue(Record& rec) const;
+  // The bytes whose presence in a message starts the glue search (with more than three,
+  // every message is searched).
+  const std::string& glue_bytes() const;
   // The sample lines of every format that fail to parse as declared ("id: sample").
   std::vector<std::string> check_samples() const;
 
@@ -185,7 +194,6 @@ class PrefixParser {
   PrefixParser();
   bool parse_rounds(std::string_view line, Record& rec, void* shape) const;
   bool replay(const void* shape, std::string_view line, Record& rec) const;
-  void parse_prefixes(std::string_view line, Record& rec) const;
   void unglue(Record& rec) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;

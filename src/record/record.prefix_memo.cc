@@ -339,8 +339,17 @@ bool holds_any(std::string_view s, const std::string& bytes) {
 
 void PrefixParser::parse(std::string_view line, Record& rec) const {
   parse_prefixes(line, rec);
-  if (holds_any(rec.message, impl_->glue_bytes)) unglue(rec);
+  glue(rec);
 }
+
+bool PrefixParser::glue(Record& rec) const {
+  if (!holds_any(rec.message, impl_->glue_bytes)) return false;
+  const std::string_view before = rec.message;
+  unglue(rec);
+  return rec.message.data() != before.data() || rec.message.size() != before.size();
+}
+
+const std::string& PrefixParser::glue_bytes() const { return impl_->glue_bytes; }
 
 // Tolerant framing: the message proper starts after a residue (its `end`, then a byte
 // that is not blank, and the residue's regex matching all that comes before), or at a

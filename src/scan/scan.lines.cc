@@ -10,7 +10,10 @@
 namespace ff::scan::detail {
 
 LineWorker::LineWorker(const Engine& engine, const ScanOptions& opt, const metrics::StepGrids* grids)
-    : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()), grids_(grids) {}
+    : engine_(engine), opt_(opt), scanner_(engine.db()), progress_parser_(engine.metric_aliases()), grids_(grids) {
+  const std::string& glue = engine.prefixes().glue_bytes();
+  glue_in_numbers_ = glue.size() > 3 || glue.find_first_of("0123456789+-.eEiInNfFtTyYaA") != std::string::npos;
+}
 
 // Long because it is the per-line loop of phase A, the scan's hot path: each line's
 // parse, facts, progress numbers, marks and match in one pass with the state in locals.
@@ -35,7 +38,16 @@ void LineWorker::run(Chunk& c) {
     const uint64_t number = c.first_line + i;
     std::string_view line = c.clean_line(i, clean_);
     record::Record rec;
-    engine_.prefixes().parse(line, rec);
+    // The prefixes, then the progress shape, then the glue search (PrefixParser::parse)
+    // unless the line is of a shape whose text holds no glue byte: its numbers hold none
+    // either, so the search would find nothing (a scan of every message's bytes spared).
+    // When the search moves the message, the shape is looked up again on what is left
+    // (the first lookup changed only the slots' value memos and the order the shapes are
+    // tried in, and neither changes what a line reads as: a line fits one shape at most).
+    engine_.prefixes().parse_prefixes(line, rec);
+    bool known = progress_parser_.known(rec.message, progress_);
+    if ((!known || glue_in_numbers_ || shape_flags(progress_.shape).may_glue) && engine_.prefixes().glue(rec))
+      known = progress_parser_.known(rec.message, progress_);
     const bool line_states_node = !rec.node.empty();
     apply_name_origin(rec, src.name_origin);
     r.rank[i] = rec.rank;
@@ -88,10 +100,9 @@ void LineWorker::run(Chunk& c) {
     }
     // A line of a known progress shape has the words might_be_progress looks for (they
     // hold no digit, so they lie in the shape's text): test for them only before tokenising.
-    const bool known = progress_parser_.known(rec.message, progress_);
     if (known || (might_be_progress(rec.message) && progress_parser_.learn(rec.message, progress_)))
       r.series.add(rec.rank, progress_, src.index, number, rec.time_us, static_cast<uint32_t>(i), grids_);
-    const bool starts = (!known || shape_may_mark(progress_.shape)) &&
+    const bool starts = (!known || shape_flags(progress_.shape).may_mark) &&
                         (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
     r.traceback_starts += starts;
     bool mark = starts || engine_.identity().may_be_header(rec.message);
@@ -116,14 +127,16 @@ void LineWorker::run(Chunk& c) {
   if (joined) match_joined(c);
 }
 
-bool LineWorker::shape_may_mark(uint32_t id) {
-  for (const auto& [known_id, may] : shape_marks_) {
-    if (known_id == id) return may;
+const LineWorker::ShapeFlags& LineWorker::shape_flags(uint32_t id) {
+  for (const ShapeFlags& f : shape_flags_) {
+    if (f.id == id) return f;
   }
   const std::string_view text = progress_parser_.shape_text(id);
-  const bool may = text.find(kSummaryWord) != std::string_view::npos || record::may_start_traceback(text);
-  shape_marks_[next_shape_mark_++ % shape_marks_.size()] = {id, may};
-  return may;
+  ShapeFlags& f = shape_flags_[next_shape_flags_++ % shape_flags_.size()];
+  f.id = id;
+  f.may_mark = text.find(kSummaryWord) != std::string_view::npos || record::may_start_traceback(text);
+  f.may_glue = text.find_first_of(engine_.prefixes().glue_bytes()) != std::string_view::npos;
+  return f;
 }
 
 void LineWorker::match_joined(Chunk& c) {

@@ -309,10 +309,15 @@ class LineWorker {
   void run(Chunk& c);
 
  private:
-  // Whether a line of a kept progress shape can be a traceback start or a summary header:
-  // their texts hold no number, so only if the shape's text has one of them (remembered
-  // per shape id).
-  bool shape_may_mark(uint32_t id);
+  // What a line of a kept progress shape can be, from the shape's text alone (remembered
+  // per shape id): a traceback start or a summary header (their texts hold no number, so
+  // only if the shape's text has one of them), and a message with residue glued to it
+  // (only if the text holds a glue byte: no byte of a number is one, see glue_in_numbers_).
+  struct ShapeFlags {
+    uint32_t id = 0;  // 0: none
+    bool may_mark = false, may_glue = false;
+  };
+  const ShapeFlags& shape_flags(uint32_t id);
 
   struct PerRank {
     bool seen = false, name_rank = false, node_fact = false;
@@ -350,8 +355,11 @@ class LineWorker {
   std::string clean_;
   metrics::ProgressLine progress_;
   metrics::ProgressParser progress_parser_;
-  std::array<std::pair<uint32_t, bool>, 8> shape_marks_{};  // (shape id, may mark); id 0: none
-  size_t next_shape_mark_ = 0;
+  std::array<ShapeFlags, 8> shape_flags_{};
+  size_t next_shape_flags_ = 0;
+  // A glue byte that a number can hold (a digit, a sign, '.', 'e', a letter of nan or
+  // infinity): then every line is searched for glue, as PrefixParser::parse does.
+  bool glue_in_numbers_ = false;
   const metrics::StepGrids* grids_;
   std::vector<uint32_t> hits_;
   RankIndex slots_;
