@@ -178,7 +178,7 @@ TEST_F(Verdict, LogsWithNoFailureAreNeverFailedOrDegraded) {
   const std::string noisy = (dir_ / "noisy.log").string();
   ASSERT_EQ(std::system(("python3 " + quote(gen) + " > " + quote(noisy)).c_str()), 0);
   logs.push_back(noisy);
-  EXPECT_GE(logs.size(), 3u);
+  EXPECT_GE(logs.size(), 2u);
   for (const auto& log : logs) {
     Outcome r = run("diagnose --format json " + quote(log));
     json j = json::parse(r.out, nullptr, false);

@@ -38,6 +38,11 @@ const check = (ok, what) => {
 };
 
 const corpus = path.join(source, '..', 'shared', 'corpus', 'pytorch-runs');
+// The corpus lives beside the checkout (README); a clone without it skips (77).
+if (!fs.existsSync(path.join(corpus, 'labels.jsonl'))) {
+  console.log(`skip: no corpus at ${corpus}`);
+  process.exit(77);
+}
 const labels = new Map(fs.readFileSync(path.join(corpus, 'labels.jsonl'), 'utf8').trim().split('\n')
   .map((l) => JSON.parse(l)).map((l) => [l.id, l]));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-serve-check-'));

@@ -37,6 +37,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-serve-load-'));
 const env = { ...process.env };
 if (!env.FIRSTFAULT_CACHE_DIR) env.FIRSTFAULT_CACHE_DIR = path.join(tmp, 'cache');
 const corpus = path.join(source, '..', 'shared', 'corpus', 'pytorch-runs');
+// The corpus lives beside the checkout (README); a clone without it skips (77).
+if (!fs.existsSync(path.join(corpus, 'labels.jsonl'))) {
+  console.log(`skip: no corpus at ${corpus}`);
+  process.exit(77);
+}
 const label = fs.readFileSync(path.join(corpus, 'labels.jsonl'), 'utf8').trim().split('\n')
   .map((l) => JSON.parse(l)).find((l) => l.id === '01_rank_exception__rankprefix');
 const one = fs.readFileSync(path.join(corpus, 'cases', `${label.id}.log`));
