@@ -360,7 +360,7 @@ TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
     ASSERT_EQ(::pipe(fds), 0);
     ::close(fds[0]);
     const std::string cmd =
-        "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache " + FF_BINARY + " " + args + " 2>" + err;
+        "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache-" + std::to_string(::getpid()) + " " + FF_BINARY + " " + args + " 2>" + err;
     pid_t pid = ::fork();
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);

@@ -178,11 +178,14 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
   const Outcome narrow = ff::test::run_firstfault(
       "diagnose " + ff::test::quote(kLog), fs::path(::testing::TempDir()) / ("t-cols-" + std::to_string(::getpid())));
   EXPECT_EQ(without_timing(narrow.out), without_timing(piped.out));
+  // A name of this process's own: a file another user's run left in /tmp is not ours to write.
+  const std::string cols50 = ::testing::TempDir() + "/cols50-" + std::to_string(::getpid()) + ".out";
   std::string cmd = "COLUMNS=50 FIRSTFAULT_NO_HISTORY=1 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY +
-                    " diagnose " + ff::test::quote(kLog) + " > " + ::testing::TempDir() + "/cols50.out";
+                    " diagnose " + ff::test::quote(kLog) + " > " + cols50;
   std::system(cmd.c_str());
-  for (const auto& l : lines_of(ff::test::slurp(::testing::TempDir() + "/cols50.out")))
+  for (const auto& l : lines_of(ff::test::slurp(cols50)))
     EXPECT_TRUE(fits(l, 50) || verbatim.count(l)) << l;
+  std::remove(cols50.c_str());
 }
 
 TEST(Terminal, TheAnswerIsOnTheFirstScreenOfA24RowTerminal) {
@@ -242,7 +245,7 @@ TEST(Terminal, TablesFitTheWidth) {
 
 TEST(Terminal, TheProgressBarFitsTheWidthAndErasesItself) {
   // 160 MB of training lines: over the 100 MB from which the bar is drawn.
-  const std::string big = ::testing::TempDir() + "/progress-big.log";
+  const std::string big = ::testing::TempDir() + "/progress-big-" + std::to_string(::getpid()) + ".log";
   {
     std::ofstream f(big);
     std::string line = "step 1234 | loss 2.3456 | lr 1.0e-04 | grad_norm 0.812 | tokens/s 123456 | padding padding\n";
