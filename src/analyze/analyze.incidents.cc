@@ -327,10 +327,10 @@ void absorb_wrappers(Ctx& c) {
 // A failure printed before it still comes first by time (choose_primary).
 void name_hang_at_exit(Ctx& c) {
   if (!c.on(Rule::kHangAtExit) || c.completions.empty()) return;
-  auto before = [](const Event& a, const Event& b) {
-    if (a.time_us != record::kNoTime && b.time_us != record::kNoTime) return a.time_us <= b.time_us;
-    return a.source == b.source ? a.line < b.line : a.seq < b.seq;
-  };
+  // The order choose_primary uses (clocks compared only when both lines have the same kind
+  // of time); the node offsets are not estimated yet, so none apply.
+  const Clocks none;
+  auto before = [&](const Event& a, const Event& b) { return earlier(&a, &b, none); };
   Incident* first = nullptr;
   for (Incident& inc : c.incidents) {
     if (!inc.entry || inc.entry->after_completion.empty() || inc.decisive->in_launcher_summary) continue;
