@@ -359,8 +359,8 @@ TEST(E2ECli, AReaderThatStopsEarlyEndsTheOutputQuietly) {
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
     ::close(fds[0]);
-    const std::string cmd =
-        "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache-" + std::to_string(::getpid()) + " " + FF_BINARY + " " + args + " 2>" + err;
+    const std::string cmd = "FIRSTFAULT_CACHE_DIR=" + ::testing::TempDir() + "/ff-cache-" + std::to_string(::getpid()) +
+                            " " + FF_BINARY + " " + args + " 2>" + err;
     pid_t pid = ::fork();
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
@@ -455,6 +455,24 @@ TEST_F(E2EDidYouMean, FlagsEntryIdsAndFilterValues) {
   ff::test::Outcome good = run("kb list --framework pytorch --category gpu-memory");
   EXPECT_EQ(good.rc, 0) << good.err;
   EXPECT_NE(good.out.find("pytorch.cuda.out-of-memory"), std::string::npos);
+}
+
+// explain takes several ids: a page each, in the order given, separated by a line of
+// dashes; an unknown id among them is named on stderr (exit 2) and the others still shown.
+TEST_F(E2EDidYouMean, ExplainShowsAPagePerIdAndKeepsTheOthersWhenOneIsUnknown) {
+  ff::test::Outcome o =
+      run("explain pytorch.cuda.out-of-memory pytorch.cuda.out-of-memroy distributed.nccl.watchdog-collective-timeout");
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("no entry with id 'pytorch.cuda.out-of-memroy'"), std::string::npos) << o.err;
+  const size_t first = o.out.find("\npytorch.cuda.out-of-memory\n");
+  const size_t rule = o.out.find("\n" + std::string(72, '-') + "\n");
+  const size_t second = o.out.find("\ndistributed.nccl.watchdog-collective-timeout\n");
+  ASSERT_NE(first, std::string::npos) << o.out;
+  ASSERT_NE(rule, std::string::npos) << o.out;
+  ASSERT_NE(second, std::string::npos) << o.out;
+  EXPECT_LT(first, rule);
+  EXPECT_LT(rule, second);
+  EXPECT_EQ(o.out.find(std::string(72, '-'), rule + 2), std::string::npos) << "one rule between two pages";
 }
 
 // Issue 22: explain shows the page in the terminal: where the verify command runs and what it

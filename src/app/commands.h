@@ -29,19 +29,19 @@ struct Options {
   std::string filter_framework;
   std::string filter_phase;
   std::string filter_tag;
-  bool list_tags = false;
-  bool strict_pages = false;  // kb check --strict: the page rules fail --kb entries too  // kb list --tags: the tags with how many entries use each
-  std::string entry_id;
-  std::vector<std::string> words;    // search: the query (words, a pasted line, or - for stdin)
-  size_t limit = 10;                 // search: most results shown (0 = all)
-  std::string out_dir;               // site: where the encyclopedia is written
-  std::string output;                // diagnose -o: the report's file ("" or "-": stdout)
-  std::string site_url;              // diagnose --site-url: the encyclopedia, for the html report's links
-  std::vector<std::string> control;  // diff: the healthy control run; verify: the rerun (--after)
-  uint64_t max_bytes = 0;            // decompressed bytes read over all inputs; 0 = io's default
-  unsigned threads = 0;              // scanning threads; 0 = one per core (app/perf.h)
-  size_t chunk_bytes = 0;            // bytes per chunk of lines; 0 = the scan's default
-  uint64_t map_min = 0;              // hidden --map-min: map files this large at once (tests); 0 = the default
+  bool list_tags = false;              // kb list --tags: the tags with how many entries use each
+  bool strict_pages = false;           // kb check --strict: the page rules fail --kb entries too
+  std::vector<std::string> entry_ids;  // explain: one page per id, in the order given
+  std::vector<std::string> words;      // search: the query (words, a pasted line, or - for stdin)
+  size_t limit = 10;                   // search: most results shown (0 = all)
+  std::string out_dir;                 // site: where the encyclopedia is written
+  std::string output;                  // diagnose -o: the report's file ("" or "-": stdout)
+  std::string site_url;                // diagnose --site-url: the encyclopedia, for the html report's links
+  std::vector<std::string> control;    // diff: the healthy control run; verify: the rerun (--after)
+  uint64_t max_bytes = 0;              // decompressed bytes read over all inputs; 0 = io's default
+  unsigned threads = 0;                // scanning threads; 0 = one per core (app/perf.h)
+  size_t chunk_bytes = 0;              // bytes per chunk of lines; 0 = the scan's default
+  uint64_t map_min = 0;                // hidden --map-min: map files this large at once (tests); 0 = the default
   bool no_progress = false;
   bool follow_symlinks = false;  // -L/--follow: follow symbolic links found in folders
   bool no_redact = false;        // bundle --no-redact: keep the text as logged

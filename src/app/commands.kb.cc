@@ -214,20 +214,10 @@ int run_kb_list(const Options& opt) {
   return listed > 0 ? 0 : 1;
 }
 
-int run_explain(const Options& opt) {
-  auto loaded = load_or_say(opt, false, KbFields::kAll);
-  if (!loaded) return 2;
-  const kb::Entry* e = loaded->kb->find(opt.entry_id);
-  if (!e) {
-    std::vector<std::string> ids;
-    for (const auto& x : loaded->kb->entries) ids.push_back(x.id);
-    auto near = nearest_words(opt.entry_id, ids, 5);
-    fmt::print(stderr, "firstfault: no entry with id '{}'{}\n", escape_for_terminal(opt.entry_id),
-               near.empty()
-                   ? "; firstfault kb list names them all, firstfault search WORDS finds them by text"
-                   : fmt::format("; did you mean {}?", escape_for_terminal(fmt::format("{}", fmt::join(near, ", ")))));
-    return 2;
-  }
+namespace {
+
+// One entry's page, as explain prints it, before wrapping.
+std::string explain_one(const kb::Entry* e) {
   // An entry may come from a --kb directory someone else wrote: shown escaped, keeping the
   // line breaks of multi-line fields (t1: one line; explain_page keeps the rest).
   auto t1 = [](const std::string& s) { return escape_for_terminal(s); };
@@ -256,9 +246,37 @@ int run_explain(const Options& opt) {
     for (const auto& r : e->references)
       out += fmt::format("  {}{}\n", t1(r.url), r.note.empty() ? "" : "  (" + t1(r.note) + ")");
   }
-  out = wrap_text(out, output_width(STDOUT_FILENO));
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  return out;
+}
+
+}  // namespace
+
+int run_explain(const Options& opt) {
+  auto loaded = load_or_say(opt, false, KbFields::kAll);
+  if (!loaded) return 2;
+  const size_t width = output_width(STDOUT_FILENO);
+  // Pages are separated by a line of dashes (as wide as the text, at most 72), so that a
+  // reader of several pages, person or script, sees where one ends.
+  const std::string rule(std::min<size_t>(width == 0 ? 72 : width, 72), '-');
+  int rc = 0;
+  size_t shown = 0;
+  for (const auto& id : opt.entry_ids) {
+    const kb::Entry* e = loaded->kb->find(id);
+    if (!e) {
+      std::vector<std::string> ids;
+      for (const auto& x : loaded->kb->entries) ids.push_back(x.id);
+      auto near = nearest_words(id, ids, 5);
+      fmt::print(stderr, "firstfault: no entry with id '{}'{}\n", escape_for_terminal(id),
+                 near.empty() ? "; firstfault kb list names them all, firstfault search WORDS finds them by text"
+                              : fmt::format("; did you mean {}?",
+                                            escape_for_terminal(fmt::format("{}", fmt::join(near, ", ")))));
+      rc = 2;
+      continue;
+    }
+    std::string out = (shown++ ? "\n" + rule + "\n\n" : "") + wrap_text(explain_one(e), width);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  return rc;
 }
 
 int run_site(const Options& opt) {

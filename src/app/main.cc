@@ -212,10 +212,15 @@ int main(int argc, char** argv) {
       "Exit codes:\n  0  entries listed\n  1  no entry matches the filters together\n  2  could not run, or a filter value no entry has (the values that exist are named)\n");
   kb_list->add_option("--format,-f", opt.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
-  auto* explain = app.add_subcommand("explain", "Show one knowledge-base entry");
-  explain->add_option("id", opt.entry_id, "Entry id, e.g. pytorch.cuda.out-of-memory")->required();
+  auto* explain = app.add_subcommand("explain", "Show knowledge-base entries, a page each");
+  explain
+      ->add_option("id", opt.entry_ids,
+                   "Entry ids, e.g. pytorch.cuda.out-of-memory (several: a page each, "
+                   "separated by a line of dashes)")
+      ->required();
   explain->footer(
-      "Exit codes:\n  0  entry shown\n  2  no entry has that id (the nearest ids are named), or could not run\n");
+      "Exit codes:\n  0  every entry shown\n  2  an id no entry has (the nearest ids are named; the other pages are "
+      "still shown), or could not run\n");
 
   auto* search = app.add_subcommand(
       "search",

@@ -7,8 +7,8 @@ compile() for `where: in-process`.
 
   paste.py FIRSTFAULT KB_DIR DATA_DIR
 
-explain runs for every entry at 80 columns, and at 60 and 120 for every entry with a code
-line wider than 56 columns (a shorter one fits any of the three widths as it is); diagnose
+explain runs (in batches of ids, one run showing many pages) for every entry at 80 columns,
+and at 60 and 120 for every entry with a code line wider than 56 columns (a shorter one fits any of the three widths as it is); diagnose
 runs on every real log of DATA_DIR at the three widths. Exits 1 with a line per defect.
 """
 import concurrent.futures
@@ -51,20 +51,38 @@ def check(code, where, want, what):
             problems.append(f"{what}: bash -n: {r.stderr.strip()}")
 
 
-def explain(item):
-    eid, where, want, width = item
-    out = subprocess.run([ff, "explain", eid], env=dict(env, COLUMNS=str(width)), capture_output=True, text=True).stdout
-    lines = out.splitlines()
-    at = next((i for i, l in enumerate(lines) if l.startswith("Verify:")), None)
-    if at is None:
-        return [f"explain {eid} at {width}: no Verify section"]
-    code = []
-    for l in lines[at + 1:]:
-        if not l.startswith("    "):
-            break
-        code.append(l[4:])
-    check("\n".join(code), where, want, f"explain {eid} at {width} columns")
-    return []
+def explain(batch):
+    """One explain run for every id of the batch at one width (explain takes several ids and
+    separates the pages with a line of dashes): each page's Verify code is checked."""
+    width, group = batch
+    r = subprocess.run([ff, "explain"] + [eid for eid, _, _ in group], env=dict(env, COLUMNS=str(width)),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"explain at {width} columns exited {r.returncode}: {r.stderr.strip()}"]
+    pages = [[]]
+    for l in r.stdout.splitlines():
+        if l and set(l) == {"-"} and len(l) >= min(width, 72) and (not pages[-1] or pages[-1][-1] == ""):
+            pages.append([])
+        else:
+            pages[-1].append(l)
+    if len(pages) != len(group):
+        return [f"explain at {width} columns: {len(pages)} pages for {len(group)} ids"]
+    out = []
+    for (eid, where, want), lines in zip(group, pages):
+        if eid not in lines[:8]:  # the title (wrapped at 60 columns), then the id
+            out.append(f"explain at {width}: the page for {eid} is not where it should be")
+            continue
+        at = next((i for i, l in enumerate(lines) if l.startswith("Verify:")), None)
+        if at is None:
+            out.append(f"explain {eid} at {width}: no Verify section")
+            continue
+        code = []
+        for l in lines[at + 1:]:
+            if not l.startswith("    "):
+                break
+            code.append(l[4:])
+        check("\n".join(code), where, want, f"explain {eid} at {width} columns")
+    return out
 
 
 def diagnose(item):
@@ -90,19 +108,22 @@ def diagnose(item):
     check("\n".join(code), where, want, f"diagnose {os.path.basename(log)} at {width} columns")
 
 
-items = []
 by_id = {}
+by_width = {60: [], 80: [], 120: []}
 for eid, where, want in entries():
     by_id[eid] = (where, want)
     wide = any(len(l) > 56 for l in want.splitlines())
     for width in ((60, 80, 120) if wide else (80,)):
-        items.append((eid, where, want, width))
+        by_width[width].append((eid, where, want))
+# Batches of 100 ids, so that the four workers share the work.
+batches = [(w, ids[i:i + 100]) for w, ids in by_width.items() for i in range(0, len(ids), 100)]
+n_explained = sum(len(ids) for ids in by_width.values())
 logs = sorted(glob.glob(os.path.join(data_dir, "*.log")))
 with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-    for r in pool.map(explain, items):
+    for r in pool.map(explain, batches):
         problems.extend(r)
     list(pool.map(diagnose, [(log, w) for log in logs for w in (60, 80, 120)]))
-print(f"paste: {len(items)} explain outputs and {len(logs) * 3} diagnose reports checked, {len(problems)} problems")
+print(f"paste: {n_explained} explain outputs and {len(logs) * 3} diagnose reports checked, {len(problems)} problems")
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)
