@@ -51,6 +51,28 @@ int Server::run() {
 
 // ---- documents ----
 
+bool apply_changes(std::shared_ptr<std::string>& text, const json& changes) {
+  bool copied = false;
+  for (const auto& c : changes) {
+    if (!c.contains("range")) {
+      text = std::make_shared<std::string>(c.at("text").get<std::string>());
+      continue;
+    }
+    const json& r = c.at("range");
+    const std::string_view now = *text;
+    size_t b =
+        lsp::byte_offset(now, r.at("start").at("line").get<size_t>(), r.at("start").at("character").get<size_t>());
+    size_t e = lsp::byte_offset(now, r.at("end").at("line").get<size_t>(), r.at("end").at("character").get<size_t>());
+    if (e < b) std::swap(b, e);
+    if (text.use_count() > 1) {
+      text = std::make_shared<std::string>(*text);
+      copied = true;
+    }
+    text->replace(b, e - b, c.at("text").get_ref<const std::string&>());
+  }
+  return copied;
+}
+
 void Server::open(const std::string& uri, int version, std::string text) {
   {
     std::lock_guard lock(mu_);
@@ -58,7 +80,7 @@ void Server::open(const std::string& uri, int version, std::string text) {
     d.uri = uri;
     d.name = uri_to_path(uri);
     d.version = version;
-    d.text = std::make_shared<const std::string>(std::move(text));
+    d.text = std::make_shared<std::string>(std::move(text));
     ++d.generation;
     schedule(uri, Clock::now());
   }
@@ -74,21 +96,7 @@ void Server::change(const std::string& uri, int version, const json& changes) {
       return;
     }
     Document& d = it->second;
-    std::string text = *d.text;
-    for (const auto& c : changes) {
-      if (!c.contains("range")) {
-        text = c.at("text").get<std::string>();
-        continue;
-      }
-      const json& r = c.at("range");
-      size_t b =
-          lsp::byte_offset(text, r.at("start").at("line").get<size_t>(), r.at("start").at("character").get<size_t>());
-      size_t e =
-          lsp::byte_offset(text, r.at("end").at("line").get<size_t>(), r.at("end").at("character").get<size_t>());
-      if (e < b) std::swap(b, e);
-      text.replace(b, e - b, c.at("text").get<std::string>());
-    }
-    d.text = std::make_shared<const std::string>(std::move(text));
+    apply_changes(d.text, changes);
     d.version = version;
     ++d.generation;
     schedule(uri, Clock::now() + kDebounce);

@@ -57,11 +57,19 @@ std::string path_to_file_uri(const std::string& path);
 // The range of line `line0` (0-based) of text, whole.
 json range_of_line(std::string_view text, size_t line0);
 
+// Applies a didChange's contentChanges (ranges or whole texts, in order) to *text: in place
+// when nobody else holds the text (a 100 MB buffer is not copied per keystroke), otherwise
+// on a copy made once, so that a reader's snapshot (the diagnosing thread, an answer in
+// progress) never changes under it. Readers take their reference with the server's mutex
+// held, as the caller holds it. Returns whether it copied.
+bool apply_changes(std::shared_ptr<std::string>& text, const json& changes);
+
 struct Document {
   std::string uri;
   std::string name;  // the source's name in the Diagnosis (the file's path)
   int version = 0;
-  std::shared_ptr<const std::string> text;
+  // Shared with readers' snapshots; edited in place only while no snapshot holds it.
+  std::shared_ptr<std::string> text;
   uint64_t generation = 0;  // bumped by every change
   uint64_t diagnosed = 0;   // the generation `diagnosis` is of (0: none yet)
   std::shared_ptr<const analyze::Diagnosis> diagnosis;
