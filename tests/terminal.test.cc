@@ -32,8 +32,10 @@ const std::string kLog = std::string(FF_SOURCE_DIR) + "/tests/data/01_rank_excep
 
 // Runs the binary on a pty of `rows` x `cols` (stdout and stderr both the terminal, as in
 // a shell) and returns what the terminal received, CR LF turned into LF.
+// `env`: NAME=VALUE sets, a bare NAME unsets. The pager is off (FIRSTFAULT_PAGER=cat) unless
+// env says otherwise. `keys` are typed once output has come and paused (1.5 s): a pager's q.
 Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, unsigned short cols,
-                   const std::vector<std::string>& env = {}) {
+                   const std::vector<std::string>& env = {}, std::string keys = "") {
   struct winsize ws {};
   ws.ws_row = rows;
   ws.ws_col = cols;
@@ -45,7 +47,13 @@ Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, un
     ::setenv("FIRSTFAULT_CACHE_DIR", kCache.c_str(), 1);
     // Never the user's own history (its "seen before" line would join the output).
     ::setenv("FIRSTFAULT_NO_HISTORY", "1", 1);
-    for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
+    ::setenv("FIRSTFAULT_PAGER", "cat", 1);
+    for (const auto& kv : env) {
+      if (kv.find('=') == std::string::npos)
+        ::unsetenv(kv.c_str());
+      else
+        ::putenv(const_cast<char*>(kv.c_str()));
+    }
     std::vector<char*> argv = {const_cast<char*>(FF_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -55,11 +63,19 @@ Outcome run_on_pty(const std::vector<std::string>& args, unsigned short rows, un
   Outcome o;
   if (pid < 0) return o;
   char buf[65536];
+  int quiet = 0;
   for (;;) {
     struct pollfd p {
       master, POLLIN, 0
     };
-    if (::poll(&p, 1, 60000) <= 0) break;
+    const int ready = ::poll(&p, 1, keys.empty() ? 60000 : 1500);
+    if (ready == 0 && !keys.empty()) {
+      if (o.out.empty() && ++quiet < 40) continue;  // nothing shown yet: wait (60 s at most)
+      if (::write(master, keys.data(), keys.size()) != static_cast<ssize_t>(keys.size())) break;
+      keys.clear();
+      continue;
+    }
+    if (ready <= 0) break;
     ssize_t n = ::read(master, buf, sizeof buf);
     if (n <= 0) break;  // EIO once the child has gone and the slave is closed
     o.out.append(buf, static_cast<size_t>(n));
@@ -183,8 +199,7 @@ TEST(Terminal, TheReportWrapsAtWordBoundariesToTheTerminalWidth) {
   std::string cmd = "COLUMNS=50 FIRSTFAULT_NO_HISTORY=1 FIRSTFAULT_CACHE_DIR=" + kCache + " " + FF_BINARY +
                     " diagnose " + ff::test::quote(kLog) + " > " + cols50;
   std::system(cmd.c_str());
-  for (const auto& l : lines_of(ff::test::slurp(cols50)))
-    EXPECT_TRUE(fits(l, 50) || verbatim.count(l)) << l;
+  for (const auto& l : lines_of(ff::test::slurp(cols50))) EXPECT_TRUE(fits(l, 50) || verbatim.count(l)) << l;
   std::remove(cols50.c_str());
 }
 
@@ -207,6 +222,52 @@ TEST(Terminal, TheAnswerIsOnTheFirstScreenOfA24RowTerminal) {
     EXPECT_NE(first.find("$ firstfault verify --before"), std::string::npos) << "the verify command\n" << first;
     EXPECT_NE(o.out.find("\x1b[1;31mFAILED"), std::string::npos) << "colour on a terminal";
   }
+}
+
+// Issue 33, item 2: a report longer than the screen goes through the pager (less -FRX when
+// neither FIRSTFAULT_PAGER nor PAGER is set), so the verdict is what the screen shows when
+// the user is done; the exit code is still the verdict's. --no-pager and a pipe print it all.
+TEST(Terminal, Issue33ALongReportGoesThroughThePagerWithTheAnswerOnScreen) {
+  if (::access("/usr/bin/less", X_OK) != 0 && ::access("/bin/less", X_OK) != 0) GTEST_SKIP() << "no less";
+  const std::vector<std::string> no_pager_set = {"FIRSTFAULT_PAGER", "PAGER", "LESS"};
+  const Outcome paged = run_on_pty({"diagnose", kLog}, 24, 80, no_pager_set, "q");
+  EXPECT_EQ(paged.rc, 1) << paged.out;
+  const std::string shown = strip_escapes(paged.out);
+  EXPECT_EQ(shown.find("FAILED"), shown.find_first_not_of("\r\n ")) << "the verdict on top\n" << shown;
+  EXPECT_NE(shown.find("\nVerify\n"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find(" read in "), std::string::npos) << "the pager showed the first screen only\n" << shown;
+
+  const Outcome whole = run_on_pty({"diagnose", "--no-pager", kLog}, 24, 80, no_pager_set);
+  EXPECT_EQ(whole.rc, 1);
+  EXPECT_NE(strip_escapes(whole.out).find(" read in "), std::string::npos) << "--no-pager: the whole report";
+
+  // A pager that cannot start: the report is printed as it is.
+  const Outcome missing = run_on_pty({"diagnose", kLog}, 24, 80, {"FIRSTFAULT_PAGER=firstfault-no-such-pager"});
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(strip_escapes(missing.out).find(" read in "), std::string::npos) << missing.out;
+
+  // On a pipe nothing changes: no pager, and --no-pager is the same report.
+  const fs::path dir = fs::path(::testing::TempDir()) / ("t-pager-" + std::to_string(::getpid()));
+  const Outcome piped = ff::test::run_firstfault("diagnose " + ff::test::quote(kLog), dir);
+  const Outcome piped_no = ff::test::run_firstfault("diagnose --no-pager " + ff::test::quote(kLog), dir);
+  EXPECT_EQ(piped.rc, 1);
+  EXPECT_NE(piped.out.find(" read in "), std::string::npos);
+  EXPECT_EQ(without_timing(piped.out), without_timing(piped_no.out));
+}
+
+// --brief: the answer alone (verdict, decisive line, fix, verify), on a terminal and a pipe.
+TEST(Terminal, Issue33BriefIsTheAnswerAlone) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("t-brief-" + std::to_string(::getpid()));
+  const Outcome o = ff::test::run_firstfault("diagnose --brief " + ff::test::quote(kLog), dir);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_EQ(o.out.rfind("FAILED", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("\nFix\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nVerify\n"), std::string::npos) << o.out;
+  for (const char* gone : {"What happened", "Root cause", "Timeline", " read in "})
+    EXPECT_EQ(o.out.find(gone), std::string::npos) << gone << "\n" << o.out;
+  const Outcome tty = run_on_pty({"diagnose", "--brief", kLog}, 24, 80, {"FIRSTFAULT_PAGER", "PAGER"});
+  EXPECT_EQ(tty.rc, 1);
+  EXPECT_LE(lines_of(strip_escapes(tty.out)).size(), 24u) << "fits a screen: no pager\n" << tty.out;
 }
 
 TEST(Terminal, AnEntryIsWrappedLikeTheReport) {

@@ -215,6 +215,7 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
     to.verbose = opt.verbose;
     to.width = to_file ? 0 : output_width(STDOUT_FILENO);
     to.rows = to_file ? 0 : output_rows(STDOUT_FILENO);
+    to.brief = opt.brief;
     rendered = report::render_text(d, to);
     if (redactor) rendered += redaction_line(*redactor);
   }
@@ -227,7 +228,7 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
     }
     fmt::print(stderr, "firstfault: wrote {} ({})\n", escape_for_terminal(opt.output),
                analyze::verdict_name(d.verdict));
-  } else {
+  } else if (opt.no_pager || opt.format != "text" || !show_in_pager(rendered, output_rows(STDOUT_FILENO))) {
     std::cout << rendered;
   }
   std::cout.flush();

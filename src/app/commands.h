@@ -31,6 +31,8 @@ struct Options {
   std::string filter_tag;
   bool list_tags = false;              // kb list --tags: the tags with how many entries use each
   bool strict_pages = false;           // kb check --strict: the page rules fail --kb entries too
+  bool brief = false;                  // diagnose --brief: only the answer (verdict to verify)
+  bool no_pager = false;               // diagnose --no-pager: never through $PAGER
   std::vector<std::string> entry_ids;  // explain: one page per id, in the order given
   std::vector<std::string> words;      // search: the query (words, a pasted line, or - for stdin)
   size_t limit = 10;                   // search: most results shown (0 = all)

@@ -156,6 +156,13 @@ int main(int argc, char** argv) {
   diag->add_option("--color", opt.colour, "Colour: auto (on a TTY, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
+  const char* kBriefHelp =
+      "Only the answer: the verdict, the first failure and its line, the fix and the command that verifies it";
+  const char* kNoPagerHelp =
+      "Print the report as it is, never through the pager (on a terminal a report longer than the screen goes "
+      "through FIRSTFAULT_PAGER, else PAGER, else less -FRX, as git does; PAGER=cat turns it off too)";
+  diag->add_flag("--brief", opt.brief, kBriefHelp);
+  diag->add_flag("--no-pager", opt.no_pager, kNoPagerHelp);
   const char* kMaxBytesHelp =
       "Stop reading after this many decompressed bytes over all inputs (e.g. 512M, 20G; default 256G): "
       "a bound on archive and compression bombs";
@@ -319,6 +326,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--color", opt.colour, "Colour: auto, always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("-v,--verbose", opt.verbose, "Show all collateral, the whole timeline and notes");
+    cmd->add_flag("--brief", opt.brief, kBriefHelp);
+    cmd->add_flag("--no-pager", opt.no_pager, kNoPagerHelp);
     cmd->add_option("--max-bytes", opt.max_bytes, kMaxBytesHelp)->transform(CLI::AsSizeValue(false));
     cmd->add_flag("--redact", opt.redact, kRedactHelp);
     ff::app::add_scan_flags(cmd, opt);

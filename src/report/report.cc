@@ -314,6 +314,13 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
   // keeps the line breaks of multi-line KB text (a summary, a fix, the verify step).
   auto t = [](const std::string& s) { return escape_for_terminal(s); };
   auto ml = [](const std::string& s) { return escape_for_terminal(s, true); };
+  // What could not be read: shown even in a brief report (a verdict from part of the input).
+  auto input_problems = [&] {
+    std::string b;
+    for (const auto& e : d.errors) b += fmt::format("\n{} {}", paint("1;33", "input problem:"), t(e));
+    if (!d.errors.empty()) b += "\n";
+    return b;
+  };
   std::string out;
   std::string verdict_colour = d.verdict == VerdictKind::kFailed    ? "1;31"
                                : d.verdict == VerdictKind::kHealthy ? "1;32"
@@ -383,6 +390,7 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       while (shown > 1 && rows_of(out + fix_block(shown) + verify_block) > o.rows - 1) --shown;
     }
     out += fix_block(shown) + verify_block;
+    if (o.brief) return wrap_text(out + input_problems(), o.width);
     if (shown < p.fix.size()) {
       out += fmt::format("\n{}\n", paint("1", "Fix, the other steps"));
       for (size_t i = shown; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
@@ -398,6 +406,7 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
         out += fmt::format("    {}:{}  {}\n", t(r.evidence->source), r.evidence->line, t(r.evidence->text));
     }
   }
+  if (o.brief) return wrap_text(out + input_problems(), o.width);
   if (d.primary && d.reasons.size() > 1) {
     for (size_t i = 1; i < d.reasons.size(); ++i) out += fmt::format("  note: {}\n", t(d.reasons[i].text));
   }
@@ -443,8 +452,7 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
                          t(e.role), ranks, e.count, t(e.id));
     }
   }
-  for (const auto& e : d.errors) out += fmt::format("\n{} {}", paint("1;33", "input problem:"), t(e));
-  if (!d.errors.empty()) out += "\n";
+  out += input_problems();
   if (o.verbose) {
     for (const auto& n : d.notes) out += fmt::format("note: {}\n", t(n));
   }

@@ -18,6 +18,8 @@ struct TextOptions {
   bool verbose = false;  // all collateral and the per-source table
   size_t width = 0;      // wrap at word boundaries to this many columns (0: no wrapping)
   size_t rows = 0;       // the screen's height: the answer (verdict to verify) fits in it (0: no limit)
+  bool brief = false;    // only the answer: verdict, first failure, decisive line, fix, verify (and
+                         // what could not be read); no explanation, collateral, numbers or timeline
 };
 
 std::string render_text(const analyze::Diagnosis& d, const TextOptions& options = {});
