@@ -83,7 +83,8 @@ inline Outcome run_firstfault(const std::string& args, const fs::path& work, con
   fs::create_directories(work);
   std::string out = (work / "stdout").string(), err = (work / "stderr").string();
   // COLUMNS= : the layout of a pipe, whatever the caller's environment says (app/terminal.h).
-  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 COLUMNS= FIRSTFAULT_NO_HISTORY=1 " + env + " " + FF_BINARY + " " + args +
+  // XDG_STATE_HOME: what a command keeps in the state folder (run's output) stays in `work`.
+  std::string cmd = "FIRSTFAULT_CACHE_DIR=" + quote(shared_cache_dir().string()) + " NO_COLOR=1 COLUMNS= FIRSTFAULT_NO_HISTORY=1 XDG_STATE_HOME=" + quote((work / "state").string()) + " " + env + " " + FF_BINARY + " " + args +
                     (stdin_file.empty() ? " </dev/null" : " <" + quote(stdin_file)) + " >" + quote(out) + " 2>" + quote(err);
   int status = std::system(cmd.c_str());
   Outcome r;

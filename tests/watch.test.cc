@@ -439,6 +439,54 @@ TEST_F(Watch, RunPassesOutputThroughAndKeepsTheExitStatus) {
   EXPECT_FALSE(fs::exists(dir_ / "r3.txt"));
 }
 
+// Issue 33: run keeps the command's output in a file (stdout and stderr line by line as they
+// came) and the report names it: the decisive line's file:line is that file's line, and the
+// verify command, pasted, reads it.
+TEST_F(Watch, Issue33RunKeepsItsOutputInTheFileItsVerifyCommandNames) {
+  const std::string log = data_path("01_rank_exception.log");
+  ff::test::write_file(dir_ / "job.sh", "echo 'starting on stderr' >&2\ncat " + quote(log) + "\nexit 3\n");
+  const fs::path kept = dir_ / "kept.log";
+  ff::test::Outcome r =
+      run("run --no-history -f json --log " + quote(kept.string()) + " -- sh " + quote((dir_ / "job.sh").string()));
+  EXPECT_EQ(r.rc, 3);
+  const size_t brace = r.err.find("{");
+  ASSERT_NE(brace, std::string::npos) << r.err;
+  const json d = json::parse(r.err.substr(brace));
+  ASSERT_TRUE(fs::exists(kept));
+  const std::string text = slurp(kept);
+  EXPECT_EQ(text, "starting on stderr\n" + slurp(log)) << "both streams, whole lines";
+  EXPECT_EQ(fs::status(kept).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  const json& ev = d["primary"]["evidence"][0];
+  EXPECT_EQ(ev["source"], kept.string());
+  const auto lines = ff::test::lines_of(text);
+  const size_t at = ev["line"].get<size_t>();
+  ASSERT_GE(at, 1u);
+  ASSERT_LE(at, lines.size());
+  EXPECT_EQ(lines[at - 1], ev["text"].get<std::string>()) << "file:line is the kept file's line";
+  const std::string verify = d["primary"]["verify"];
+  EXPECT_NE(verify.find("firstfault verify --before " + quote(kept.string()) + " --after"), std::string::npos) << verify;
+  EXPECT_EQ(verify.find("'stdout'"), std::string::npos) << verify;
+  // Pasted, with the kept file as the rerun too: it runs, and says the failure is still there.
+  EXPECT_EQ(run("verify --before " + quote(kept.string()) + " --after " + quote(kept.string())).rc, 1);
+
+  // Without --log: a file of its own under the state folder, 0700, named in the report.
+  ff::test::Outcome def = run("run --no-history -- sh " + quote((dir_ / "job.sh").string()));
+  EXPECT_EQ(def.rc, 3);
+  const fs::path runs = dir_ / "state" / "firstfault" / "runs";
+  ASSERT_TRUE(fs::is_directory(runs)) << def.err;
+  EXPECT_EQ(fs::status(runs).permissions() & fs::perms::all, fs::perms::owner_all);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(runs)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(def.err.find(files[0].string()), std::string::npos) << def.err;
+  // A place that cannot be written: said, and the run goes on as before.
+  ff::test::Outcome bad = run("run --no-history --log " + quote((dir_ / "no" / "such" / "dir.log").string()) +
+                              " -- sh " + quote((dir_ / "job.sh").string()));
+  EXPECT_EQ(bad.rc, 3);
+  EXPECT_NE(bad.err.find("cannot keep the output in"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("Tensor shape mismatch"), std::string::npos) << bad.err;
+}
+
 int free_port() {
   const int s = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

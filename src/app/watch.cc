@@ -83,6 +83,10 @@ LiveCommands& add_live_commands(CLI::App& app, Options& opt) {
       "are watched live, and the diagnosis is printed on stderr when it exits");
   c.run->add_option("command", o.command, "The command and its arguments (after --)")->required();
   c.run->add_option("--report", o.report, "Write the diagnosis to this file instead of stderr");
+  c.run->add_option("--log", o.log,
+                    "Keep the command's output (stdout and stderr, line by line as they came) in this file; the "
+                    "diagnosis's lines and its verify command name it. Default: a new file in "
+                    "$XDG_STATE_HOME/firstfault/runs/ (0600; the newest 20 are kept)");
   c.run->add_option("--format,-f", o.format, "The diagnosis's format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   add_live_flags(c.run, o);

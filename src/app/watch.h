@@ -32,6 +32,8 @@ struct LiveOptions {
   std::string metrics;               // Prometheus address
   bool allow_remote = false;         // --metrics may listen on an address other than loopback
   std::string report;                // run: the diagnosis's file ("" = stderr)
+  std::string log;                   // run: the file that keeps the command's output ("" = one of
+                                     // its own under the state folder's runs/)
   std::string idle_exit;             // watch: stop after this long without a new byte
   std::string poll = "100ms";        // how often files are checked
   bool no_history = false;
