@@ -464,7 +464,8 @@ TEST_F(Watch, Issue33RunKeepsItsOutputInTheFileItsVerifyCommandNames) {
   ASSERT_LE(at, lines.size());
   EXPECT_EQ(lines[at - 1], ev["text"].get<std::string>()) << "file:line is the kept file's line";
   const std::string verify = d["primary"]["verify"];
-  EXPECT_NE(verify.find("firstfault verify --before " + quote(kept.string()) + " --after"), std::string::npos) << verify;
+  EXPECT_NE(verify.find("firstfault verify --before " + quote(kept.string()) + " --after"), std::string::npos)
+      << verify;
   EXPECT_EQ(verify.find("'stdout'"), std::string::npos) << verify;
   // Pasted, with the kept file as the rerun too: it runs, and says the failure is still there.
   EXPECT_EQ(run("verify --before " + quote(kept.string()) + " --after " + quote(kept.string())).rc, 1);
@@ -479,6 +480,14 @@ TEST_F(Watch, Issue33RunKeepsItsOutputInTheFileItsVerifyCommandNames) {
   for (const auto& e : fs::directory_iterator(runs)) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
   EXPECT_NE(def.err.find(files[0].string()), std::string::npos) << def.err;
+  // The report's time is the run's, not 0.000 s (issue 33).
+  ff::test::Outcome slow =
+      run("run --no-history --report " + quote((dir_ / "slow.txt").string()) + " -- sh -c 'sleep 1; exit 4'");
+  EXPECT_EQ(slow.rc, 4);
+  const std::string slow_report = slurp(dir_ / "slow.txt");
+  const size_t read_in = slow_report.rfind(" read in ");
+  ASSERT_NE(read_in, std::string::npos) << slow_report;
+  EXPECT_GE(std::stod(slow_report.substr(read_in + 9)), 0.9) << slow_report;
   // A place that cannot be written: said, and the run goes on as before.
   ff::test::Outcome bad = run("run --no-history --log " + quote((dir_ / "no" / "such" / "dir.log").string()) +
                               " -- sh " + quote((dir_ / "job.sh").string()));

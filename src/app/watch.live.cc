@@ -172,6 +172,7 @@ Live::~Live() = default;
 
 int Live::start(const std::vector<std::string>& names) {
   names_ = names;
+  started_ms_ = steady_ms();
   if (!watch::parse_severity(lo_.severity, floor_)) {
     say_error("--severity: one of info, warning, degraded, failed");
     return 2;
@@ -249,7 +250,11 @@ const analyze::Diagnosis& Live::finish() {
   handle(session_->finish(unix_ms()));
   publish();
   hooks_->wait_all(10000);
-  return session_->diagnosis();
+  // The report's "read in" is the time the lines took to come: from the start to the end
+  // of the watch or of the command (the session's own diagnosis leaves it 0).
+  final_ = session_->diagnosis();
+  final_.seconds = static_cast<double>(steady_ms() - started_ms_) / 1000.0;
+  return final_;
 }
 
 std::string Live::remember(const std::string& command, const std::vector<std::string>& job) {

@@ -73,6 +73,8 @@ class Live {
   std::unique_ptr<Loaded> loaded_;
   std::unique_ptr<watch::Exporter> exporter_;
   std::unique_ptr<watch::Session> session_;
+  int64_t started_ms_ = 0;    // steady time at start(): the final report's "read in"
+  analyze::Diagnosis final_;  // the session's last diagnosis, with the time it took
   std::unique_ptr<Hooks> hooks_;
   bool exit_on_met_ = false;
   bool stdout_gone_ = false;
