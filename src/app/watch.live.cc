@@ -223,7 +223,8 @@ bool Live::handle(std::vector<watch::Alert> alerts) {
   for (const auto& a : alerts) {
     if (a.severity < floor_) continue;
     if (print_alerts_) {
-      const std::string s = lo_.format == "jsonl" ? watch::alert_json(a) + "\n" : watch::alert_text(a);
+      const std::string s =
+          lo_.format == "jsonl" ? watch::alert_json(a) + "\n" : watch::alert_text(a, output_width(STDOUT_FILENO));
       if (!write_all(STDOUT_FILENO, s)) stdout_gone_ = true;
     }
     hooks_->run(a);

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/escape.h"
+#include "base/strings.h"
+#include "base/wrap.h"
 
 namespace ff::watch {
 
@@ -133,7 +135,7 @@ std::string alert_json(const Alert& a) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string alert_text(const Alert& a) {
+std::string alert_text(const Alert& a, size_t width) {
   std::string who;
   if (a.rank) who = fmt::format(" rank {}", *a.rank);
   if (!a.node.empty()) who += " on " + escape_for_terminal(a.node);
@@ -151,10 +153,12 @@ std::string alert_text(const Alert& a) {
     out += fmt::format("  {}:{}: {}\n", escape_for_terminal(a.source), a.line, escape_for_terminal(a.text));
   if (!a.fix.empty()) out += "  fix: " + escape_for_terminal(a.fix) + "\n";
   if (!a.verify.empty()) {
-    std::string v = a.verify.substr(0, a.verify.find('\n'));
-    out += "  verify: " + escape_for_terminal(v) + "\n";
+    // Every line of it (a Python snippet is several), each whole.
+    out += "  verify:\n";
+    for (std::string_view line : split(trim(a.verify), '\n'))
+      out += std::string(1, kVerbatim) + "    " + escape_for_terminal(std::string(line)) + "\n";
   }
-  return out;
+  return wrap_text(out, width);
 }
 
 Session::Session(const scan::Engine& engine, DiagnoseFn diagnose, SessionOptions options,

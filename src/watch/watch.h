@@ -64,8 +64,10 @@ struct Alert {
 };
 // One JSON object on one line ("schema": "firstfault.alert/1").
 std::string alert_json(const Alert& a);
-// A few lines for a terminal; every text from the log escaped.
-std::string alert_text(const Alert& a);
+// A few lines for a terminal; every text from the log escaped; wrapped at word boundaries to
+// `width` columns (0: whole lines), but for the verify code, written whole line by line (it
+// is pasted: base/wrap.h's kVerbatim).
+std::string alert_text(const Alert& a, size_t width = 0);
 
 struct SessionOptions {
   int64_t stall_after_ms = 0;  // 0: learned (stall_factor x the typical step interval)

@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
+#include "base/strings.h"
+#include "base/wrap.h"
 #include "watch/follow.h"
 #include "watch/watch.h"
 
@@ -189,6 +192,40 @@ TEST(Severity, NamesRoundTrip) {
   }
   Severity x;
   EXPECT_FALSE(parse_severity("fatal", x));
+}
+
+// Issue 33, item 7: a live finding's text wraps to the terminal, and its verify code is
+// shown whole, every line of it (it was cut to its first line).
+TEST(AlertText, WrapsToTheWidthAndKeepsEveryLineOfTheVerifyCodeWhole) {
+  Alert a;
+  a.severity = Severity::kFailed;
+  a.kind = "failure";
+  a.id = "pytorch.model.shape-mismatch";
+  a.title = "Tensor shape mismatch in a layer (matmul, broadcast, conv channels) on the first forward pass";
+  a.source = "logs/rank2.log";
+  a.line = 215;
+  a.text = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x31 and 32x128)";
+  a.fix = "Read the shapes in the message; for mat1/mat2 the second number of mat1 must equal the first of mat2.";
+  a.verify = "out = model(batch[0])\nprint(\"input\", tuple(batch[0].shape), \"output\", tuple(out.shape))\n";
+  const std::string text = alert_text(a, 40);
+  std::vector<std::string> lines;
+  for (std::string_view l : ff::split(text, '\n')) lines.emplace_back(l);
+  const std::set<std::string> code = {"    out = model(batch[0])",
+                                      "    print(\"input\", tuple(batch[0].shape), \"output\", tuple(out.shape))"};
+  size_t code_seen = 0;
+  for (const auto& l : lines) {
+    if (code.count(l)) {
+      ++code_seen;
+      continue;
+    }
+    EXPECT_LE(ff::display_width(l), 40u) << "'" << l << "'\n" << text;
+  }
+  EXPECT_EQ(code_seen, 2u) << text;
+  EXPECT_EQ(text.find('\x1f'), std::string::npos) << "no marker left";
+  // Width 0 (a pipe): whole lines, the same words.
+  const std::string piped = alert_text(a);
+  EXPECT_NE(piped.find(a.title), std::string::npos) << piped;
+  EXPECT_NE(piped.find(std::string(*code.rbegin())), std::string::npos) << piped;
 }
 
 }  // namespace
