@@ -1,6 +1,6 @@
 // serve/serve.h — the local web page and its JSON API (`firstfault serve`).
 //
-// One HTTP server (cpp-httplib) answers, from memory only:
+// One HTTP server (civetweb, Debian's libcivetweb) answers, from memory only:
 //   GET  /                     the page (assets embedded at build time: no CDN, no network)
 //   GET  /assets/<name>        its script and style sheet
 //   GET  /samples/<name>.log   logs of real runs bundled with the binary ("Try one")
@@ -20,7 +20,9 @@
 // Safety (docs/serve.md): loopback by default; on a loopback address the Host header
 // must name it (a DNS-rebinding page cannot talk to us); a strict Content-Security-Policy
 // on every answer; an upload limit (413), a bounded number of diagnoses at once with a
-// bounded queue (503 with Retry-After), read and write timeouts.
+// bounded queue (503 with Retry-After), a bounded request head (64 KiB, 63 header lines:
+// 431), a deadline for the head and for each read and write (--read-timeout), and a
+// connection closed after any refusal whose body was not read to its end.
 // Thread-safety: handlers are called from the connection threads, several at once.
 #pragma once
 
@@ -41,15 +43,16 @@
 namespace ff::serve {
 
 struct Limits {
-  uint64_t max_upload_bytes = 8ull << 30;  // one request's body; above: 413
-  unsigned max_running = 2;                // diagnoses at once
-  unsigned max_waiting = 64;               // diagnoses queued behind them; more: 503
-  int queue_wait_s = 120;                  // a queued diagnosis waits this long at most: 503
-  int read_timeout_s = 10;                 // a client silent this long is dropped
-  int write_timeout_s = 10;
-  size_t kept_reports = 32;         // diagnoses kept in memory for /report/ (oldest dropped)
+  uint64_t max_upload_bytes = 8ull << 30;     // one request's body; above: 413
+  unsigned max_running = 2;                   // diagnoses at once
+  unsigned max_waiting = 64;                  // diagnoses queued behind them; more: 503
+  int queue_wait_s = 120;                     // a queued diagnosis waits this long at most: 503
+  int read_timeout_s = 10;                    // a request's head must arrive within this; a client
+                                              // silent this long in its body, or not reading, is dropped
+  int write_timeout_s = 10;                   // unused: civetweb has one timeout, read_timeout_s
+  size_t kept_reports = 32;                   // diagnoses kept in memory for /report/ (oldest dropped)
   uint64_t kept_report_bytes = 256ull << 20;  // and their bytes together (the newest is always kept)
-  unsigned connection_threads = 0;  // 0: max_running + max_waiting + 32
+  unsigned connection_threads = 0;            // 0: max_running + max_waiting + 32
 };
 
 struct Options {

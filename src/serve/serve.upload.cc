@@ -3,7 +3,6 @@
 // own thread, in a slot Admission gives; the limits answered with 413, 503 or 400.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <httplib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -107,45 +106,57 @@ std::string display_name(std::string_view given) {
   return out.empty() || out == "." || out == ".." ? "pasted.log" : out;
 }
 
-}  // namespace
+// One multipart body's parts, as civetweb's mg_handle_form_request hands them over: each
+// part's data comes in pieces of at most 8 KiB (its buffer), so a file is written into its
+// pipe as it arrives, never held whole.
+struct FormParts {
+  UploadFeed& feed;
+  uint64_t most;
+  uint64_t total = 0;
+  bool in_file = false;  // the current part is a file (a plain form field is not a log)
+  bool over = false, no_pipe = false;
 
-bool read_small_body(const httplib::ContentReader& reader, size_t most, std::string& out) {
-  bool over = false;
-  Drain drain;
-  const bool ok = reader([&](const char* data, size_t n) {
-    if (over || out.size() + n > most) {
-      over = true;
-      return drain.more(n);
+  static int found(const char*, const char* filename, char*, size_t, void* self) {
+    auto& f = *static_cast<FormParts*>(self);
+    // Only a part with a file name is an input (docs/serve.md); a form field's value is read
+    // (and counted against the limit) and dropped.
+    f.in_file = filename != nullptr && filename[0] != '\0';
+    if (!f.in_file) {
+      f.feed.close_current();
+    } else if (!f.feed.open(display_name(filename))) {
+      f.no_pipe = true;
+      return MG_FORM_FIELD_STORAGE_ABORT;
     }
-    out.append(data, n);
-    return true;
-  });
-  return ok && !over;
-}
+    return MG_FORM_FIELD_STORAGE_GET;
+  }
+  static int get(const char*, const char* value, size_t n, void* self) {
+    auto& f = *static_cast<FormParts*>(self);
+    f.total += n;
+    if (f.total > f.most) {
+      f.over = true;
+      return MG_FORM_FIELD_HANDLE_ABORT;
+    }
+    if (f.in_file) f.feed.write(value, n);
+    return MG_FORM_FIELD_HANDLE_GET;
+  }
+};
+
+}  // namespace
 
 // Over 80 lines: one upload's life in order (the limit, a slot, the diagnosing thread fed
 // while the body is read, then the answer for each outcome), sharing the feed and the slot.
-void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+void Server::Impl::diagnose(Request& req, Response& res) {
   const Limits& lim = options.limits;
   res.set_header("Cache-Control", "no-store");
   res.set_header("Content-Security-Policy", kApiCsp);
-  if (req.has_header("Content-Length")) {
-    const uint64_t len = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-    if (len > lim.max_upload_bytes) {
-      // Drained a little (the client reads the answer, not a reset), then the connection is
-      // closed. A multipart body needs its part handler too: without one httplib calls an
-      // empty std::function (500 bad_function_call) and leaves the body unread.
-      Drain drain;
-      const auto drop = [&](const char*, size_t n) { return drain.more(n); };
-      if (req.is_multipart_form_data())
-        reader([](const httplib::MultipartFormData&) { return true; }, drop);
-      else
-        reader(drop);
-      return refuse(res, 413,
-                    fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
-                                "--max-upload, or run firstfault diagnose on the file)",
-                                len, lim.max_upload_bytes));
-    }
+  if (const int64_t len = req.content_length(); len > 0 && static_cast<uint64_t>(len) > lim.max_upload_bytes) {
+    // Drained a little (the client reads the answer, not a reset), then the connection is
+    // closed: the rest of the body is never read as a request.
+    drain(req);
+    return refuse(res, 413,
+                  fmt::format("the upload is {} bytes; this server accepts at most {} (firstfault serve "
+                              "--max-upload, or run firstfault diagnose on the file)",
+                              len, lim.max_upload_bytes));
   }
   switch (admission.enter(std::chrono::seconds(lim.queue_wait_s))) {
     case Admission::Outcome::kAdmitted: break;
@@ -165,7 +176,7 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   } leave{admission};
 
   DiagnoseRequest dr;
-  dr.redact = req.get_param_value("redact") == "1";
+  dr.redact = req.param("redact") == "1";
   UploadFeed feed;
   std::shared_ptr<Diagnosed> result = std::make_shared<Diagnosed>();
   std::string failure;
@@ -179,53 +190,44 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
       while (feed.next(name, fd)) ::close(fd);  // so the writer never blocks on a pipe nobody reads
     }
   });
-  uint64_t total = 0;
-  bool over = false, no_pipe = false;
-  bool in_file = true;  // multipart: the current part is a file (a plain form field is not a log)
-  Drain drain;
-  auto receive = [&](const char* data, size_t n) {
-    total += n;
-    if (total > lim.max_upload_bytes) over = true;
-    if (over) return drain.more(n);
-    if (in_file) feed.write(data, n);
-    return true;
-  };
-  bool ok;
-  if (req.is_multipart_form_data()) {
-    ok = reader(
-        [&](const httplib::MultipartFormData& part) {
-          // Only a part with a file name is an input (docs/serve.md); a form field's value
-          // is read and dropped.
-          in_file = !part.filename.empty();
-          if (!in_file) {
-            feed.close_current();
-            return true;
-          }
-          if (!feed.open(display_name(part.filename))) {
-            no_pipe = true;
-            return false;
-          }
-          return true;
-        },
-        receive);
+  req.continue_if_expected();
+  bool over = false, no_pipe = false, ok;
+  if (req.is_multipart()) {
+    FormParts parts{feed, lim.max_upload_bytes};
+    mg_form_data_handler handler{FormParts::found, FormParts::get, nullptr, &parts};
+    // A negative count: malformed, cut short, or a client gone silent.
+    ok = mg_handle_form_request(req.conn, &handler) >= 0;
+    over = parts.over;
+    no_pipe = parts.no_pipe;
   } else {
-    const std::string name = req.has_param("name") ? req.get_param_value("name") : "pasted.log";
+    const std::string name = req.has_param("name") ? req.param("name") : "pasted.log";
     ok = feed.open(display_name(name));
     no_pipe = !ok;
-    ok = ok && reader(receive);
+    BodyReader body(req);
+    std::vector<char> buf(256u << 10);
+    long n = 0;
+    while (ok && (n = body.read(buf.data(), buf.size())) > 0) {
+      if (body.total() > lim.max_upload_bytes) {
+        over = true;
+        break;
+      }
+      feed.write(buf.data(), static_cast<size_t>(n));
+    }
+    ok = ok && n == 0;
   }
   feed.finish();
   worker.join();
   if (over) {
+    drain(req);
     return refuse(res, 413,
                   fmt::format("the upload is larger than {} bytes, the most this server accepts "
                               "(firstfault serve --max-upload)",
                               lim.max_upload_bytes));
   }
-  if (no_pipe) return set_error(res, 503, std::string("cannot start a diagnosis: ") + std::strerror(errno));
+  if (no_pipe) return refuse(res, 503, std::string("cannot start a diagnosis: ") + std::strerror(errno));
   if (!ok) {
     return refuse(res, 400,
-                  req.is_multipart_form_data()
+                  req.is_multipart()
                       ? "the multipart body could not be read (malformed, cut short, or the client went silent)"
                       : "the body could not be read (cut short, or the client went silent)");
   }
@@ -233,7 +235,7 @@ void Server::Impl::diagnose(const httplib::Request& req, httplib::Response& res,
   if (feed.streams() == 0) return set_error(res, 400, "no file in the upload: send a text body or multipart files");
   res.status = result->nothing_read ? 422 : 200;
   res.set_header("X-Firstfault-Verdict", result->verdict);
-  if (req.get_param_value("keep") == "1") res.set_header("X-Firstfault-Report", reports.put(result));
+  if (req.param("keep") == "1") res.set_header("X-Firstfault-Report", reports.put(result));
   res.set_content(result->json, "application/json");
 }
 

@@ -1,6 +1,9 @@
 // serve/serve_internal.h — what the files of serve share and nobody else needs:
 //
-//   serve.cc           Server: its lifetime, the routes, the headers every answer gets
+//   serve.cc           Server: its lifetime (civetweb), the checks every request gets, the
+//                      routes, the headers every answer gets
+//   serve.http.cc      Request and Response over civetweb: the head, the query, a body
+//                      read to its end or known cut short, an answer sent whole
 //   serve.upload.cc    POST /api/diagnose: the upload streamed into pipes (UploadFeed) and
 //                      diagnosed in an admitted slot; bodies read with a limit
 //   serve.reports.cc   ReportStore: the newest diagnoses, kept in memory for /report/
@@ -9,16 +12,21 @@
 //   serve.entries.cc   the encyclopedia as JSON (/api/entries)
 #pragma once
 
-#include <httplib.h>
+#include <civetweb.h>
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "serve/serve.h"
 
@@ -38,6 +46,58 @@ inline constexpr const char* kReportCsp =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'self'";
 inline constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'";
+
+// The request's head as civetweb read it (the request line and headers, at most
+// kMaxHeadBytes together, at most MG_MAX_HEADERS lines): what a route needs of it, and its
+// body read through civetweb (mg_read). Lives on the connection's thread for one request.
+class Request {
+ public:
+  explicit Request(mg_connection* conn);
+  mg_connection* conn;
+  std::string method;
+  std::string path;   // URL-decoded, dot segments removed (civetweb's local_uri)
+  std::string query;  // as sent, without the '?'
+  std::string http_version;
+  std::smatch matches;                                       // the route's captures in `path`
+  std::vector<std::pair<std::string, std::string>> headers;  // in order, as sent
+
+  // The i-th value of a header (names compared without case); "" when there is none.
+  std::string header(std::string_view name, size_t i = 0) const;
+  size_t header_count(std::string_view name) const;
+  bool has_header(std::string_view name) const { return header_count(name) > 0; }
+  // A query parameter, URL-decoded; "" when absent.
+  std::string param(std::string_view name) const;
+  bool has_param(std::string_view name) const;
+  bool is_multipart() const;
+  bool chunked() const { return has_header("Transfer-Encoding"); }  // only "chunked" gets this far
+  // Content-Length; -1 when the request has none.
+  int64_t content_length() const;
+  // The client's wish to keep the connection (HTTP/1.1 unless "Connection: close").
+  bool keep_alive() const;
+  // "100 Continue" when the client waits for it before sending its body (curl does).
+  void continue_if_expected() const;
+};
+
+// An answer, sent whole by send(): status, headers, body. `close` ends the connection
+// after it (a refusal whose body was not, or not all, read).
+struct Response {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool close = false;
+  void set_header(const std::string& name, const std::string& value);
+  bool has_header(std::string_view name) const;
+  std::string header(std::string_view name) const;
+  void set_content(std::string content, const std::string& type) {
+    body = std::move(content);
+    set_header("Content-Type", type);
+  }
+};
+
+// The most bytes of a request's head (request line and headers) civetweb reads
+// (max_request_size): more is answered 431 and the connection closed. Each connection
+// thread holds one buffer of this size.
+inline constexpr unsigned kMaxHeadBytes = 64u << 10;
 
 // Diagnoses kept for the page (downloads, the report's frame): the newest few, in memory,
 // each under an id no one can guess (random_report_id), bounded by count and by their
@@ -60,6 +120,8 @@ class ReportStore {
 };
 
 // A kept report's id: 128 bits from getrandom(2), as 32 lowercase hex digits.
+
+// A kept report's id: 128 bits from getrandom(2), as 32 lowercase hex digits.
 std::string random_report_id();
 
 // The rest of a body that is refused, read and dropped for a little while, so that the
@@ -74,20 +136,50 @@ struct Drain {
   }
 };
 
-// A small body (a search query) read whole through the content reader, at most `most`
-// bytes; false when it is larger or could not be read.
-bool read_small_body(const httplib::ContentReader& reader, size_t most, std::string& out);
+// A request's body read through civetweb: counted, and told apart from one cut short (a
+// Content-Length not reached, a chunked body broken or unfinished, a client gone silent
+// for --read-timeout).
+class BodyReader {
+ public:
+  explicit BodyReader(const Request& req) : conn_(req.conn), length_(req.content_length()) {}
+  // The next bytes: > 0, 0 at the body's end, < 0 when it cannot be read to its end.
+  long read(char* buf, size_t n);
+  uint64_t total() const { return total_; }
+
+ private:
+  mg_connection* conn_;
+  int64_t length_;
+  uint64_t total_ = 0;
+};
+
+// The rest of a refused body read and dropped (Drain's bounds): the client, still sending,
+// then reads the answer instead of a reset.
+void drain(const Request& req);
+
+// A small body (a search query) read whole, at most `most` bytes; false when it is larger
+// or could not be read.
+bool read_small_body(const Request& req, size_t most, std::string& out);
 
 // An error answer: the status and {"error": {status, message}}.
-void set_error(httplib::Response& res, int status, const std::string& message);
+void set_error(Response& res, int status, const std::string& message);
 // An error after which the connection is closed (the request's body was not, or not all,
 // read, so the next bytes on the connection are not a request).
-void refuse(httplib::Response& res, int status, const std::string& message);
+void refuse(Response& res, int status, const std::string& message);
+
+using Handler = std::function<void(Request&, Response&)>;
 
 struct Server::Impl {
+  struct Route {
+    std::string method;  // a GET route answers HEAD too
+    std::regex path;     // the whole path must match
+    Handler handler;
+  };
+
   Options options;
   Handlers handlers;
-  httplib::Server http;
+  mg_context* ctx = nullptr;
+  std::vector<Route> table;
+  int stop_pipe[2] = {-1, -1};  // stop() writes a byte (async-signal-safe); run() waits for it
   Admission admission;
   ReportStore reports;
   int port = 0;
@@ -101,8 +193,23 @@ struct Server::Impl {
         admission(std::max(1u, options.limits.max_running), options.limits.max_waiting),
         reports(std::max<size_t>(1, options.limits.kept_reports), options.limits.kept_report_bytes) {}
 
+  ~Impl();
   void routes();
-  void diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
+  void get(const char* path, Handler h) { table.push_back({"GET", std::regex(path), std::move(h)}); }
+  void post(const char* path, Handler h) { table.push_back({"POST", std::regex(path), std::move(h)}); }
+  // One request, from the checks every request gets to the answer sent (civetweb's
+  // begin_request); the status sent.
+  int handle(mg_connection* conn);
+  static int on_request(mg_connection* conn) {
+    return static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)))->handle(conn);
+  }
+  // The Host, method, framing and Origin checks; false when `res` is already the answer.
+  bool admit(const Request& req, Response& res) const;
+  void diagnose(Request& req, Response& res);
 };
+
+// Sends `res` with the headers every answer gets (the policy's, Content-Length; Connection
+// as `res.close` and the client say); a HEAD request gets the head alone.
+void send(mg_connection* conn, const Request* req, Response& res);
 
 }  // namespace ff::serve
