@@ -515,7 +515,7 @@ TEST_F(E2EDidYouMean, EachSubcommandsHelpSpeaksOfThatSubcommand) {
 // `firstfault serve` refuses what would expose logs or cannot work, before it listens.
 TEST_F(E2E, ServeRefusesARemoteAddressWithoutConsentAndAPortInUse) {
   Outcome remote = run("serve --bind 0.0.0.0 --port 0");
-  if (remote.err.find("no web server") != std::string::npos) GTEST_SKIP() << "a build without cpp-httplib";
+  if (remote.err.find("no web server") != std::string::npos) GTEST_SKIP() << "a build without civetweb";
   EXPECT_EQ(remote.rc, 2);
   EXPECT_NE(remote.err.find("--allow-remote"), std::string::npos) << remote.err;
   EXPECT_NE(remote.err.find("private"), std::string::npos) << remote.err;

@@ -239,7 +239,7 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
 int run_serve(const Options&) {
   fmt::print(stderr,
              "firstfault: this build has no web server: the portable build links everything statically, and Debian "
-             "ships cpp-httplib only as a shared library. Build from source with libcpp-httplib-dev installed (make "
+             "ships civetweb only as a shared library. Build from source with libcivetweb-dev installed (make "
              "run), or use firstfault diagnose --format html.\n");
   return 2;
 }
