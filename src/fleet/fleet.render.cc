@@ -119,7 +119,7 @@ code{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}
 th,td{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid var(--line);vertical-align:top;
 overflow-wrap:normal}th{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}
-td code{overflow-wrap:anywhere}
+td code{white-space:nowrap}
 svg{width:100%;height:auto;display:block}
 svg text{fill:var(--muted);font:11px system-ui,sans-serif}svg .axis{stroke:var(--line)}
 .legend{display:flex;flex-wrap:wrap;gap:.3rem .9rem;font-size:.85rem;margin:.3rem 0}
