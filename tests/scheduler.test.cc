@@ -319,6 +319,14 @@ TEST_F(Scheduler, EpilogKeepsTheDiagnosisInTheHistoryWithTheJobsFacts) {
   EXPECT_EQ(j["job"]["gpus"], 8);
   EXPECT_DOUBLE_EQ(j["job"]["gpu_hours"].get<double>(), 12.0);
   EXPECT_EQ(j["job"]["ended"].get<std::string>().size(), 20u) << j["job"].dump();
+  // The fleet report over the history: the epilog's job, its category and GPU-hours.
+  Outcome rep = run_firstfault("report --history --format json", dir_, "",
+                               "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
+  ASSERT_EQ(rep.rc, 0) << rep.err;
+  json fleet = json::parse(rep.out);
+  EXPECT_EQ(fleet["current"]["failures"], 1) << rep.out;
+  EXPECT_EQ(fleet["current"]["by_entry"][0]["entry"], "python.memory.memory-error");
+  EXPECT_DOUBLE_EQ(fleet["current"]["gpu_hours_lost"].get<double>(), 12.0);
   // A second epilog of the same job updates its row; --no-history keeps none.
   r = run_firstfault("slurm-epilog --history " + quote(db), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
   h = run_firstfault("history --format json", dir_, "", "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
