@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <atomic>
+#include <vector>
 
 namespace ff::fleet {
 namespace {
@@ -107,6 +110,35 @@ TEST(Textfile, WrittenAtomicallyWithMode0644WhateverTheUmask) {
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1u) << "no temporary file is left";
   EXPECT_FALSE(update_textfile((dir / "nosuch").string(), "firstfault.prom", {}, o, "h").ok());
+  fs::remove_all(dir);
+}
+
+// Epilogs of jobs that end together on one node: each update waits for the folder's lock,
+// so every job is counted.
+TEST(Textfile, ConcurrentWritersAreAllCounted) {
+  const fs::path dir = fs::temp_directory_path() / ("ff-textfile-c-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<std::thread> writers;
+  std::atomic<int> errors{0};
+  for (int w = 0; w < 8; ++w) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        if (!update_textfile(dir.string(), "firstfault.prom", {},
+                             failed("nvidia.xid.79-fallen-off-bus", "hardware", "g", 1), "h")
+                 .ok())
+          ++errors;
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::ifstream f(dir / "firstfault.prom");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("firstfault_job_failures_total{entry=\"nvidia.xid.79-fallen-off-bus\",category=\"hardware\","
+                          "class=\"hardware\",node=\"g\"} 80\n"),
+            std::string::npos)
+      << ss.str();
   fs::remove_all(dir);
 }
 

@@ -43,11 +43,18 @@ try:
     gen = subprocess.run([sys.executable, os.path.join(here, "../gen/fleet.py"), tmp, "--firstfault", binary,
                           "--jobs", str(jobs)], stdout=subprocess.PIPE, check=True)
     want = json.loads(gen.stdout)
+    # A file that is not a diagnosis is skipped and counted; a link is not followed.
+    with open(os.path.join(tmp, "jobs", "junk.firstfault.json"), "w") as f:
+        f.write("not json")
+    some = next(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(tmp, "jobs")) for n in ns
+                if n.endswith(".out.firstfault.json"))
+    os.symlink(some, os.path.join(tmp, "jobs", "link.firstfault.json"))
     r = report(os.path.join(tmp, "jobs"), "-f", "json")
     check(r.returncode == 0, "report exits 0")
     got = json.loads(r.stdout)
     cur = got["current"]
-    check(got["read"] == want["jobs"] and got["skipped"] == 0, f"read {got['read']} diagnoses of {want['jobs']}")
+    check(got["read"] == want["jobs"] and got["skipped"] == 1 and "junk.firstfault.json" in got["problems"][0],
+          f"read {got['read']} diagnoses of {want['jobs']}, the junk file skipped, the link not followed")
     check(cur["jobs"] == want["jobs"], f"jobs {cur['jobs']} == {want['jobs']}")
     check(cur["failures"] == want["failures"], f"interruptions {cur['failures']} == {want['failures']}")
     check(cur["hardware"] == want["hardware"] and cur["software"] == want["software"],
