@@ -292,7 +292,21 @@ TEST_F(Scheduler, EpilogKeepsTheDiagnosisInTheHistoryWithTheJobsFacts) {
   ::setenv("SLURM_JOB_EXIT_CODE2", "1:0", 1);
   ::setenv("SLURM_JOB_PARTITION", "gpu", 1);  // as slurmd sets them for the Epilog
   ::setenv("SLURM_JOB_ACCOUNT", "vision", 1);
+  // A history made before the scheduler's columns, with a row of diagnose's: the epilog
+  // adds the columns and its row, the old row stays.
   const std::string db = (dir_ / "state" / "history.db").string();
+  fs::create_directories(dir_ / "state");
+  ASSERT_EQ(std::system(("python3 -c " +
+                         quote("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript('"
+                               "CREATE TABLE diagnoses (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, command TEXT NOT "
+                               "NULL, job TEXT NOT NULL, attempt INTEGER NOT NULL, verdict TEXT NOT NULL, entry TEXT "
+                               "NOT NULL, category TEXT NOT NULL, fingerprint TEXT NOT NULL, rank INTEGER NOT NULL, "
+                               "node TEXT NOT NULL, title TEXT NOT NULL, UNIQUE (job, attempt, fingerprint));"
+                               "INSERT INTO diagnoses VALUES (1, 1000, \"diagnose\", \"/old.log\", -1, \"failed\", "
+                               "\"x.y\", \"hang\", \"fp\", 0, \"\", \"t\");'); c.commit()") +
+                         " " + quote(db))
+                            .c_str()),
+            0);
   Outcome r = run_firstfault("slurm-epilog --history " + quote(db), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
   EXPECT_EQ(r.rc, 0);
   ASSERT_TRUE(fs::exists(db)) << r.err;
@@ -300,7 +314,9 @@ TEST_F(Scheduler, EpilogKeepsTheDiagnosisInTheHistoryWithTheJobsFacts) {
       run_firstfault("history --format json", dir_, "", "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
   ASSERT_EQ(h.rc, 0) << h.err;
   json rows = json::parse(h.out);
-  ASSERT_EQ(rows.size(), 1u) << h.out;
+  ASSERT_EQ(rows.size(), 2u) << h.out;  // newest first
+  EXPECT_EQ(rows[1]["job"], "/old.log");
+  EXPECT_FALSE(rows[1].contains("scheduler"));
   EXPECT_EQ(rows[0]["command"], "slurm-epilog");
   EXPECT_EQ(rows[0]["entry"], "python.memory.memory-error");
   EXPECT_NE(rows[0]["job"].get<std::string>().find("train-failed-7.out"), std::string::npos);
@@ -324,13 +340,13 @@ TEST_F(Scheduler, EpilogKeepsTheDiagnosisInTheHistoryWithTheJobsFacts) {
                                "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
   ASSERT_EQ(rep.rc, 0) << rep.err;
   json fleet = json::parse(rep.out);
-  EXPECT_EQ(fleet["current"]["failures"], 1) << rep.out;
-  EXPECT_EQ(fleet["current"]["by_entry"][0]["entry"], "python.memory.memory-error");
+  EXPECT_EQ(fleet["current"]["failures"], 2) << rep.out;  // the old row's too
+  EXPECT_EQ(fleet["current"]["by_category"].size(), 2u);
   EXPECT_DOUBLE_EQ(fleet["current"]["gpu_hours_lost"].get<double>(), 12.0);
   // A second epilog of the same job updates its row; --no-history keeps none.
   r = run_firstfault("slurm-epilog --history " + quote(db), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
   h = run_firstfault("history --format json", dir_, "", "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
-  EXPECT_EQ(json::parse(h.out).size(), 1u) << h.out;
+  EXPECT_EQ(json::parse(h.out).size(), 2u) << h.out;
   const std::string db2 = (dir_ / "state" / "other.db").string();
   r = run_firstfault("slurm-epilog --no-history --history " + quote(db2), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
   EXPECT_FALSE(fs::exists(db2));
