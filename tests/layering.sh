@@ -19,3 +19,4 @@ plant() {  # plant FILE LINE EXPECTED-MESSAGE
 }
 plant src/record/event.cc '#include "scan/scan.h"' 'record includes scan/scan.h'
 plant src/analyze/rules.cc '#include "record/record.h"' 'of record, not record.h'
+plant src/fleet/fleet.report.cc '#include "analyze/diagnosis.h"' 'fleet includes analyze/diagnosis.h'

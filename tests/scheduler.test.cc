@@ -32,7 +32,7 @@ class Scheduler : public TempDirTest {
     ::setenv("FIXTURES", (std::string(FF_SOURCE_DIR) + "/tests/data/k8s").c_str(), 1);
     for (const char* v : {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_EXIT_CODE", "SLURM_JOB_EXIT_CODE2",
                           "SLURM_JOB_DERIVED_EC", "SLURM_SCRIPT_CONTEXT", "SLURMD_NODENAME", "SLURM_JOB_UID",
-                          "SLURM_JOB_GID"})
+                          "SLURM_JOB_GID", "SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_GPUS"})
       ::unsetenv(v);
   }
   void TearDown() override {
@@ -270,6 +270,86 @@ TEST_F(Scheduler, EpilogOfAFailedJobWritesBesideItsOutputAndAnnotatesIt) {
   EXPECT_NE(c.find("(rank 0, train-failed-7.out:6)"), std::string::npos) << c;
   EXPECT_NE(c.find("sacctmgr -i modify job where JobID=7 set AdminComment=firstfault: failed:"), std::string::npos) << c;
   EXPECT_NE(r.err.find("AdminComment set in the accounting database"), std::string::npos) << r.err;
+}
+
+// Issue 36: the epilog keeps its diagnosis in the history as diagnose does, with the
+// scheduler's facts (job id, user, partition, account, nodes, GPU-hours), and writes them
+// into the JSON beside the output for `firstfault report`.
+TEST_F(Scheduler, EpilogKeepsTheDiagnosisInTheHistoryWithTheJobsFacts) {
+  write_file(dir_ / "train-failed-7.out", kFailedLog);
+  std::string line = scontrol_line(dir_, "COMPLETING", "1:0");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{
+                                     "TRES=cpu=1,node=1,billing=1", "TRES=cpu=16,mem=64G,node=2,billing=16,gres/gpu=8"},
+                                 {"RunTime=00:00:01", "RunTime=01:30:00"},
+                                 {"NodeList=localhost", "NodeList=gpu-[0041-0042]"}}) {
+    const size_t at = line.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    line.replace(at, from.size(), to);
+  }
+  write_file(dir_ / "scontrol.out", line);
+  fake("scontrol", "[ \"$1\" = update ] && exit 0; exec cat \"$FAKE_DIR/scontrol.out\"\n");
+  ::setenv("SLURM_JOB_ID", "7", 1);
+  ::setenv("SLURM_JOB_EXIT_CODE2", "1:0", 1);
+  ::setenv("SLURM_JOB_PARTITION", "gpu", 1);  // as slurmd sets them for the Epilog
+  ::setenv("SLURM_JOB_ACCOUNT", "vision", 1);
+  // A history made before the scheduler's columns, with a row of diagnose's: the epilog
+  // adds the columns and its row, the old row stays.
+  const std::string db = (dir_ / "state" / "history.db").string();
+  fs::create_directories(dir_ / "state");
+  ASSERT_EQ(std::system(("python3 -c " +
+                         quote("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript('"
+                               "CREATE TABLE diagnoses (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, command TEXT NOT "
+                               "NULL, job TEXT NOT NULL, attempt INTEGER NOT NULL, verdict TEXT NOT NULL, entry TEXT "
+                               "NOT NULL, category TEXT NOT NULL, fingerprint TEXT NOT NULL, rank INTEGER NOT NULL, "
+                               "node TEXT NOT NULL, title TEXT NOT NULL, UNIQUE (job, attempt, fingerprint));"
+                               "INSERT INTO diagnoses VALUES (1, 1000, \"diagnose\", \"/old.log\", -1, \"failed\", "
+                               "\"x.y\", \"hang\", \"fp\", 0, \"\", \"t\");'); c.commit()") +
+                         " " + quote(db))
+                            .c_str()),
+            0);
+  Outcome r = run_firstfault("slurm-epilog --history " + quote(db), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
+  EXPECT_EQ(r.rc, 0);
+  ASSERT_TRUE(fs::exists(db)) << r.err;
+  Outcome h =
+      run_firstfault("history --format json", dir_, "", "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
+  ASSERT_EQ(h.rc, 0) << h.err;
+  json rows = json::parse(h.out);
+  ASSERT_EQ(rows.size(), 2u) << h.out;  // newest first
+  EXPECT_EQ(rows[1]["job"], "/old.log");
+  EXPECT_FALSE(rows[1].contains("scheduler"));
+  EXPECT_EQ(rows[0]["command"], "slurm-epilog");
+  EXPECT_EQ(rows[0]["entry"], "python.memory.memory-error");
+  EXPECT_NE(rows[0]["job"].get<std::string>().find("train-failed-7.out"), std::string::npos);
+  const json& s = rows[0]["scheduler"];
+  EXPECT_EQ(s["job_id"], "7") << h.out;
+  EXPECT_EQ(s["user"], ::getuid() == 0 ? "root" : "me");
+  EXPECT_EQ(s["partition"], "gpu");
+  EXPECT_EQ(s["account"], "vision");
+  EXPECT_EQ(s["node_list"], "gpu-[0041-0042]");
+  EXPECT_DOUBLE_EQ(s["gpu_hours"].get<double>(), 12.0);  // 8 GPUs for 1.5 h
+  // The same facts in the JSON beside the output, with when the job ended.
+  json j = json::parse(slurp(dir_ / "train-failed-7.out.firstfault.json"));
+  EXPECT_EQ(j["schema"].get<std::string>().rfind("firstfault.diagnosis/", 0), 0u);
+  EXPECT_EQ(j["job"]["id"], "7");
+  EXPECT_EQ(j["job"]["partition"], "gpu");
+  EXPECT_EQ(j["job"]["gpus"], 8);
+  EXPECT_DOUBLE_EQ(j["job"]["gpu_hours"].get<double>(), 12.0);
+  EXPECT_EQ(j["job"]["ended"].get<std::string>().size(), 20u) << j["job"].dump();
+  // The fleet report over the history: the epilog's job, its category and GPU-hours.
+  Outcome rep = run_firstfault("report --history --format json", dir_, "",
+                               "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
+  ASSERT_EQ(rep.rc, 0) << rep.err;
+  json fleet = json::parse(rep.out);
+  EXPECT_EQ(fleet["current"]["failures"], 2) << rep.out;  // the old row's too
+  EXPECT_EQ(fleet["current"]["by_category"].size(), 2u);
+  EXPECT_DOUBLE_EQ(fleet["current"]["gpu_hours_lost"].get<double>(), 12.0);
+  // A second epilog of the same job updates its row; --no-history keeps none.
+  r = run_firstfault("slurm-epilog --history " + quote(db), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
+  h = run_firstfault("history --format json", dir_, "", "FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY=" + quote(db));
+  EXPECT_EQ(json::parse(h.out).size(), 2u) << h.out;
+  const std::string db2 = (dir_ / "state" / "other.db").string();
+  r = run_firstfault("slurm-epilog --no-history --history " + quote(db2), dir_, "", "FIRSTFAULT_NO_HISTORY=0");
+  EXPECT_FALSE(fs::exists(db2));
 }
 
 TEST_F(Scheduler, EpilogNeverOutlivesItsDeadlineAndAlwaysExitsZero) {

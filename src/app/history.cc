@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "base/escape.h"
 
@@ -37,6 +38,13 @@ constexpr const char* kSchema =
     " UNIQUE (job, attempt, fingerprint));"
     "CREATE INDEX IF NOT EXISTS diagnoses_fingerprint ON diagnoses (fingerprint, at);";
 
+// The scheduler's columns (issue 36), added to a database made before them: an older
+// firstfault reading it again ignores them.
+constexpr std::pair<const char*, const char*> kSchedulerColumns[] = {
+    {"job_id", "TEXT NOT NULL DEFAULT ''"},    {"user", "TEXT NOT NULL DEFAULT ''"},
+    {"partition", "TEXT NOT NULL DEFAULT ''"}, {"account", "TEXT NOT NULL DEFAULT ''"},
+    {"node_list", "TEXT NOT NULL DEFAULT ''"}, {"gpu_hours", "REAL NOT NULL DEFAULT 0"}};
+
 // A prepared statement, finalised when it goes.
 class Stmt {
  public:
@@ -53,6 +61,8 @@ class Stmt {
     return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s_, i))) : "";
   }
   int64_t integer(int i) { return sqlite3_column_int64(s_, i); }
+  void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  double real(int i) { return sqlite3_column_double(s_, i); }
 
  private:
   sqlite3_stmt* s_ = nullptr;
@@ -147,13 +157,28 @@ Result<std::unique_ptr<History>> History::open(const std::string& path) {
     sqlite3_close(db);
     return make_error(ErrorCode::kIo, "history: " + msg, {path, 0, ""});
   }
+  std::set<std::string> have;
+  {
+    Stmt cols(db, "PRAGMA table_info(diagnoses)");
+    while (cols.ok() && cols.step() == SQLITE_ROW) have.insert(cols.text(1));
+  }
+  for (const auto& [name, type] : kSchedulerColumns) {
+    if (have.count(name)) continue;
+    const std::string sql = fmt::format("ALTER TABLE diagnoses ADD COLUMN {} {}", name, type);
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "cannot add a column";
+      sqlite3_free(err);
+      sqlite3_close(db);
+      return make_error(ErrorCode::kIo, "history: " + msg, {path, 0, ""});
+    }
+  }
   return std::unique_ptr<History>(new History(db));
 }
 
 History::~History() { sqlite3_close(db_); }
 
 Status History::add(const analyze::Diagnosis& d, const std::string& command, const std::vector<std::string>& inputs,
-                    int64_t now_s) {
+                    int64_t now_s, const SchedulerFacts* facts) {
   HistoryRow r;
   r.unix_s = now_s;
   r.command = command;
@@ -167,11 +192,21 @@ Status History::add(const analyze::Diagnosis& d, const std::string& command, con
     r.node = d.primary->node;
     r.title = d.primary->title;
   }
+  if (facts) {
+    r.job_id = facts->job_id;
+    r.user = facts->user;
+    r.partition = facts->partition;
+    r.account = facts->account;
+    r.node_list = facts->node_list;
+    r.gpu_hours = facts->gpu_hours;
+  }
   Stmt s(db_,
-         "INSERT INTO diagnoses (at, command, job, attempt, verdict, entry, category, fingerprint, rank, node, title) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+         "INSERT INTO diagnoses (at, command, job, attempt, verdict, entry, category, fingerprint, rank, node, title, "
+         "job_id, user, partition, account, node_list, gpu_hours) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
          "ON CONFLICT (job, attempt, fingerprint) DO UPDATE SET at = ?1, command = ?2, verdict = ?5, rank = ?9, "
-         "node = ?10, title = ?11");
+         "node = ?10, title = ?11, job_id = ?12, user = ?13, partition = ?14, account = ?15, node_list = ?16, "
+         "gpu_hours = ?17");
   if (!s.ok()) return make_error(ErrorCode::kIo, std::string("history: ") + sqlite3_errmsg(db_));
   s.bind(1, r.unix_s);
   s.bind(2, r.command);
@@ -184,6 +219,12 @@ Status History::add(const analyze::Diagnosis& d, const std::string& command, con
   s.bind(9, static_cast<int64_t>(r.rank));
   s.bind(10, r.node);
   s.bind(11, r.title);
+  s.bind(12, r.job_id);
+  s.bind(13, r.user);
+  s.bind(14, r.partition);
+  s.bind(15, r.account);
+  s.bind(16, r.node_list);
+  s.bind(17, r.gpu_hours);
   if (s.step() != SQLITE_DONE) return make_error(ErrorCode::kIo, std::string("history: ") + sqlite3_errmsg(db_));
   last_ = r;
   return Status::Ok();
@@ -221,42 +262,64 @@ Recurrence History::recurrence(const HistoryRow& row, int64_t now_s) {
   return out;
 }
 
+namespace {
+constexpr const char* kColumns =
+    "SELECT at, command, job, attempt, verdict, entry, category, fingerprint, rank, node, title, job_id, user, "
+    "partition, account, node_list, gpu_hours FROM diagnoses ";
+
+HistoryRow read_row(Stmt& s) {
+  HistoryRow r;
+  r.unix_s = s.integer(0);
+  r.command = s.text(1);
+  r.job = s.text(2);
+  r.attempt = static_cast<int>(s.integer(3));
+  r.verdict = s.text(4);
+  r.entry = s.text(5);
+  r.category = s.text(6);
+  r.fingerprint = s.text(7);
+  r.rank = static_cast<int>(s.integer(8));
+  r.node = s.text(9);
+  r.title = s.text(10);
+  r.job_id = s.text(11);
+  r.user = s.text(12);
+  r.partition = s.text(13);
+  r.account = s.text(14);
+  r.node_list = s.text(15);
+  r.gpu_hours = s.real(16);
+  return r;
+}
+}  // namespace
+
+Status History::each(const std::function<void(const HistoryRow&)>& fn) {
+  Stmt s(db_, (std::string(kColumns) + "ORDER BY at, id").c_str());
+  if (!s.ok()) return make_error(ErrorCode::kIo, std::string("history: ") + sqlite3_errmsg(db_));
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) fn(read_row(s));
+  if (rc != SQLITE_DONE) return make_error(ErrorCode::kIo, std::string("history: ") + sqlite3_errmsg(db_));
+  return Status::Ok();
+}
+
 std::vector<HistoryRow> History::list(int limit) {
   std::vector<HistoryRow> rows;
-  Stmt s(db_,
-         "SELECT at, command, job, attempt, verdict, entry, category, fingerprint, rank, node, title FROM diagnoses "
-         "ORDER BY at DESC, id DESC LIMIT ?1");
+  Stmt s(db_, (std::string(kColumns) + "ORDER BY at DESC, id DESC LIMIT ?1").c_str());
   if (!s.ok()) return rows;
   s.bind(1, static_cast<int64_t>(limit > 0 ? limit : -1));
-  while (s.step() == SQLITE_ROW) {
-    HistoryRow r;
-    r.unix_s = s.integer(0);
-    r.command = s.text(1);
-    r.job = s.text(2);
-    r.attempt = static_cast<int>(s.integer(3));
-    r.verdict = s.text(4);
-    r.entry = s.text(5);
-    r.category = s.text(6);
-    r.fingerprint = s.text(7);
-    r.rank = static_cast<int>(s.integer(8));
-    r.node = s.text(9);
-    r.title = s.text(10);
-    rows.push_back(std::move(r));
-  }
+  while (s.step() == SQLITE_ROW) { rows.push_back(read_row(s)); }
   return rows;
 }
 
 std::string remember_diagnosis(const analyze::Diagnosis& d, const std::string& command,
-                               const std::vector<std::string>& inputs) {
+                               const std::vector<std::string>& inputs, const SchedulerFacts* facts,
+                               const std::string& path) {
   // Test suites (and anyone) turn it off for every command at once.
   if (const char* off = std::getenv("FIRSTFAULT_NO_HISTORY"); off && *off && std::string(off) != "0") return {};
-  auto h = History::open(history_path());
+  auto h = History::open(path.empty() ? history_path() : path);
   if (!h.ok()) {
     fmt::print(stderr, "firstfault: {} (--no-history turns it off)\n", escape_for_terminal(h.error().to_string()));
     return {};
   }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (Status st = h.value()->add(d, command, inputs, now); !st.ok()) {
+  if (Status st = h.value()->add(d, command, inputs, now, facts); !st.ok()) {
     fmt::print(stderr, "firstfault: {} (--no-history turns it off)\n", escape_for_terminal(st.error().to_string()));
     return {};
   }

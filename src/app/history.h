@@ -8,13 +8,15 @@
 // elastic run are one job; diagnosing the same logs again updates their row instead of
 // counting twice (a `run` job is its command and folder: "$ DIR: CMD"). recurrence() counts the other jobs that failed with the same signature
 // in the last week, and the nodes they failed on: "3rd time this week; nodes gpu-0042
-// twice".
+// twice". The Slurm epilog keeps the scheduler's facts too (job id, user, partition,
+// account, node list, GPU-hours), in columns added to an older database when it opens.
 //
 // Thread-safety: one History per thread. Failure behaviour: a database that cannot be
 // opened or written is an error the caller says once; nothing else depends on it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +40,16 @@ struct HistoryRow {
   int rank = -1;
   std::string node;
   std::string title;
+  // Where a scheduler ran the job (the Slurm epilog): its id, owner, partition, account,
+  // nodes and the GPU-hours it had run when it ended ("" and 0 for diagnose, watch, run).
+  std::string job_id, user, partition, account, node_list;
+  double gpu_hours = 0;
+};
+
+// What the scheduler says of a job, kept with its diagnosis (HistoryRow's last fields).
+struct SchedulerFacts {
+  std::string job_id, user, partition, account, node_list;
+  double gpu_hours = 0;
 };
 
 struct Recurrence {
@@ -54,11 +66,13 @@ class History {
   History& operator=(const History&) = delete;
   // Keeps a diagnosis of `inputs` (as named) by `command`, at unix time now_s.
   Status add(const analyze::Diagnosis& d, const std::string& command, const std::vector<std::string>& inputs,
-             int64_t now_s);
+             int64_t now_s, const SchedulerFacts* facts = nullptr);
   // How often the signature recurred in the week before now_s (row: the one just added).
   Recurrence recurrence(const HistoryRow& row, int64_t now_s);
   // The newest rows first.
   std::vector<HistoryRow> list(int limit);
+  // Every row, oldest first, one at a time (firstfault report: memory bounded by a row).
+  Status each(const std::function<void(const HistoryRow&)>& fn);
   const HistoryRow& last() const { return last_; }
 
  private:
@@ -75,8 +89,10 @@ std::string job_key(const std::vector<std::string>& inputs, int& attempt);
 std::string ordinal(int n);
 
 // Adds the diagnosis to the history and returns the recurrence line ("" when none, or
-// when the history cannot be used: said on stderr once).
+// when the history cannot be used: said on stderr once). `path` "" is history_path();
+// `facts`, the scheduler's, are kept with it (the Slurm epilog).
 std::string remember_diagnosis(const analyze::Diagnosis& d, const std::string& command,
-                               const std::vector<std::string>& inputs);
+                               const std::vector<std::string>& inputs, const SchedulerFacts* facts = nullptr,
+                               const std::string& path = "");
 
 }  // namespace ff::app

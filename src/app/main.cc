@@ -17,6 +17,7 @@
 
 #include "analyze/analyze.h"
 #include "app/commands.h"
+#include "app/commands.report.h"
 #include "app/perf.h"
 #include "app/compare.h"
 #include "app/scheduler.h"
@@ -354,6 +355,19 @@ int main(int argc, char** argv) {
                          "Take the exit codes in the environment (SLURM_JOB_EXIT_CODE2, SLURM_JOB_DERIVED_EC) as the "
                          "answer when they are 0, without asking scontrol: no RPC for a job that succeeded, but a "
                          "time-limit cancel, whose codes there are 0, goes undiagnosed");
+  slurm_epilog->add_option("--history", sched.history,
+                           "The history database the diagnosis is kept in (default: as diagnose's, "
+                           "$XDG_STATE_HOME/firstfault/history.db or FIRSTFAULT_HISTORY)");
+  slurm_epilog->add_flag("--no-history", sched.no_history, "Do not keep the diagnosis in the history");
+  slurm_epilog->add_option("--textfile-dir", sched.textfile_dir,
+                           "node_exporter's textfile-collector folder: the failure counters are added to "
+                           "firstfault.prom there (written atomically, 0644)");
+  slurm_epilog
+      ->add_option("--metric-labels", sched.metric_labels,
+                   "The job's facts that label the failure series: any of partition, account, user "
+                   "(default: partition; \"\" for none)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"partition", "account", "user", ""}));
   ff::app::add_scan_flags(slurm_epilog, opt);
   slurm_epilog->footer(
       "Exit code: always 0, so that the job's teardown never fails (a failed Epilog drains the "
@@ -374,6 +388,27 @@ int main(int argc, char** argv) {
   k8s->add_option("--context", sched.k8s_context, "The kubeconfig context (default: kubectl's)");
   k8s->add_flag("--previous,-p", sched.previous, "The logs of the containers' previous run (after a restart)");
   add_report_flags(k8s);
+
+  // The fleet report (app/commands.report.cc, fleet/): many jobs' diagnoses added up.
+  ff::app::FleetReportOptions fleet;
+  auto* report = app.add_subcommand(
+      "report",
+      "Add up many jobs' diagnoses (the .firstfault.json files the Slurm epilog leaves beside job outputs, "
+      "or the history): interruptions by category and entry over time, hardware vs software, GPU-hours lost, "
+      "nodes with repeated hardware findings, recurring failures, and what changed against another period");
+  report->add_option("paths", fleet.paths, "Folders of job outputs (walked for *.firstfault.json), or such files");
+  report->add_flag("--history", fleet.history, "Also the diagnoses kept in the history (firstfault history)");
+  report->add_option("--since", fleet.since, "The period's first day (YYYY-MM-DD, UTC; default: all)");
+  report->add_option("--until", fleet.until, "The day after the period (YYYY-MM-DD; default: now)");
+  report->add_option("--compare-to", fleet.compare_to,
+                     "Another period to compare with: FROM..TO (YYYY-MM-DD..YYYY-MM-DD)");
+  report->add_option("--format,-f", fleet.format, "html (one self-contained page), markdown (md) or json")
+      ->check(CLI::IsMember({"html", "markdown", "md", "json"}));
+  report->add_option("--output,-o", fleet.output, "Write it to this file instead of stdout");
+  report->add_option("--title", fleet.title, "The report's title (default: Fleet report)");
+  report->footer(
+      "Exit codes: 0 written; 2 could not run (bad arguments, a path that does not exist, an "
+      "unwritable output). Files that are not diagnoses are skipped and counted.");
 
   diag->add_flag("--no-history", opt.no_history, "Do not keep the diagnosis in the history (firstfault history)");
   ff::app::LiveCommands& live = ff::app::add_live_commands(app, opt);  // watch, run, history: app/watch.cc
@@ -446,6 +481,7 @@ int main(int argc, char** argv) {
     if (lsp->parsed()) return ff::app::run_lsp(opt);
     if (serve->parsed()) return ff::app::run_serve(opt);
     if (slurm_epilog->parsed()) return ff::app::run_slurm_epilog(opt, sched);
+    if (report->parsed()) return ff::app::run_fleet_report(opt, fleet);
     if (slurm->parsed()) return ff::app::run_slurm(opt, sched);
     if (k8s->parsed()) return ff::app::run_k8s(opt, sched);
     if (int rc = 0; ff::app::run_live_command(live, opt, rc)) return rc;

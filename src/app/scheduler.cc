@@ -10,17 +10,21 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <thread>
 
 #include "analyze/diagnosis.h"
+#include "app/history.h"
 #include "app/kb_check.h"
 #include "app/process.h"
 #include "base/escape.h"
 #include "base/interrupt.h"
 #include "base/strings.h"
+#include "fleet/fleet.h"
 #include "scan/scan.h"
 
 namespace ff::app {
@@ -43,6 +47,8 @@ std::optional<SlurmJob> from_environment(const std::string& id) {
   j.user = env("SLURM_JOB_USER");
   j.work_dir = env("SLURM_JOB_WORK_DIR");
   j.node_list = env("SLURM_JOB_NODELIST");
+  j.partition = env("SLURM_JOB_PARTITION");
+  j.account = env("SLURM_JOB_ACCOUNT");
   const std::string out = env("SLURM_JOB_STDOUT");
   if (out.empty()) return std::nullopt;
   j.std_out = detail::absolute_in(expand_slurm_pattern(out, j), j.work_dir);
@@ -165,7 +171,51 @@ class AsJobOwner {
   bool done_ = false;
 };
 
+// What the epilog's environment adds to a record that lacks it (slurmd sets
+// SLURM_JOB_PARTITION and SLURM_JOB_ACCOUNT for the Epilog, SLURM_JOB_GPUS for this
+// node's GPUs).
+void fill_from_environment(SlurmJob& j) {
+  if (j.partition.empty()) j.partition = env("SLURM_JOB_PARTITION");
+  if (j.account.empty()) j.account = env("SLURM_JOB_ACCOUNT");
+  if (j.node_list.empty()) j.node_list = env("SLURM_JOB_NODELIST");
+  if (j.gpus == 0) {
+    const std::string gpus = env("SLURM_JOB_GPUS");
+    if (!gpus.empty()) j.gpus = static_cast<int>(std::count(gpus.begin(), gpus.end(), ',')) + 1;
+  }
+}
+
+std::string utc_iso(std::time_t t) {
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 }  // namespace
+
+SchedulerFacts facts_of(const SlurmJob& j) {
+  SchedulerFacts f;
+  f.job_id = j.id;
+  f.user = j.user;
+  f.partition = j.partition;
+  f.account = j.account;
+  f.node_list = j.node_list;
+  f.gpu_hours = j.gpus * j.run_s / 3600.0;
+  return f;
+}
+
+std::string with_job_facts(const std::string& diagnosis_json, const SlurmJob& j, std::time_t ended) {
+  auto d = nlohmann::ordered_json::parse(diagnosis_json, nullptr, false);
+  if (d.is_discarded() || !d.is_object()) return diagnosis_json;
+  const SchedulerFacts f = facts_of(j);
+  d["job"] = {
+      {"scheduler", "slurm"},     {"id", j.id},           {"name", j.name},           {"user", j.user},
+      {"partition", j.partition}, {"account", j.account}, {"node_list", j.node_list}, {"state", j.state},
+      {"exit_code", j.exit_code}, {"gpus", j.gpus},       {"run_seconds", j.run_s},   {"gpu_hours", f.gpu_hours},
+      {"ended", utc_iso(ended)}};
+  return d.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
 
 std::optional<bool> slurm_job_failed_from_env() {
   const std::string ec2 = env("SLURM_JOB_EXIT_CODE2"), derived = env("SLURM_JOB_DERIVED_EC");
@@ -270,6 +320,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       }
     }
     SlurmJob& job = *look.job;
+    fill_from_environment(job);
     if (env_failed != true && !so.force && !slurm_state_failed(job.state, job.exit_code, job.reason)) return 0;
     // The slurmd Epilog runs on every node of the job; the batch script's output is the
     // batch host's to read.
@@ -292,6 +343,8 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       return 0;
     }
     DiagnosedJob diagnosed;
+    const std::time_t ended = std::time(nullptr);
+    std::vector<std::string> inputs;
     std::string json, markdown;
     std::vector<std::string> written;
     {
@@ -308,6 +361,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
         return 0;
       }
       opt.inputs = files;
+      inputs = files;
       // The diagnosis quotes the output's lines: it gets the output's mode, never wider
       // (a 0600 output, a 0600 diagnosis), and, written as the owner, the owner's files.
       struct stat out_st {};
@@ -320,7 +374,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       if (!diagnose_loaded(*loaded, opt, scan_fn, files, diagnosed)) return 0;
       for (const auto& e : diagnosed.input_errors) say(id, e.to_string());
       if (diagnosed.nothing_read) mark_nothing_read(diagnosed.d);
-      json = render_report(diagnosed, "json", opt);
+      json = with_job_facts(render_report(diagnosed, "json", opt), job, ended);
       markdown = render_report(diagnosed, "markdown", opt);
       const std::string base = files[0];
       for (const auto& [suffix, bytes] :
@@ -333,8 +387,40 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       }
     }
     const std::string summary = one_line_summary(diagnosed.d);
-    // TODO(history): record the diagnosis in the history database (issue "Watch a live
-    // run", app history) once it lands: job id, cluster ($SLURM_CLUSTER_NAME), files, JSON.
+    // The history (app/history.h), as root (the owner's rights are given back above): the
+    // node's record of its jobs, with the scheduler's facts, for `firstfault report --history`.
+    if (!so.no_history && !diagnosed.nothing_read) {
+      const SchedulerFacts facts = facts_of(job);
+      (void)remember_diagnosis(diagnosed.d, "slurm-epilog", inputs, &facts, so.history);
+    }
+    // The node's counters for node_exporter's textfile collector (fleet/fleet.h).
+    if (!so.textfile_dir.empty()) {
+      fleet::JobOutcome o;
+      o.verdict = analyze::verdict_name(diagnosed.d.verdict);
+      if (const auto& p = diagnosed.d.primary) {
+        o.entry = p->id;
+        o.category = p->category;
+        o.node = p->node;
+      }
+      o.user = job.user;
+      o.partition = job.partition;
+      o.account = job.account;
+      o.gpu_hours = facts_of(job).gpu_hours;
+      o.ended_unix = static_cast<int64_t>(ended);
+      std::vector<std::string> labels;
+      for (const auto& l : so.metric_labels) {
+        if (!l.empty()) labels.push_back(l);
+      }
+      std::string here = env("SLURMD_NODENAME");
+      if (here.empty()) {
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) == 0) here = host;
+      }
+      if (Status st = fleet::update_textfile(so.textfile_dir, "firstfault.prom", labels, o, here,
+                                             static_cast<int>(std::min(5.0, left_s()) * 1000));
+          !st.ok())
+        say(id, "metrics not written: " + st.error().to_string());
+    }
     std::string comment = "AdminComment not set (--no-comment)";
     if (!so.no_comment) {
       CommandOptions co;

@@ -15,11 +15,18 @@
 #include <utility>
 #include <vector>
 
+#include <ctime>
+
 #include "app/commands.h"
+#include "app/history.h"
 
 namespace ff::app {
 
 struct SchedulerOptions {
+  std::string textfile_dir;  // slurm-epilog --textfile-dir: node_exporter's textfile folder
+  std::vector<std::string> metric_labels = {"partition"};  // slurm-epilog --metric-labels
+  std::string history;                                     // slurm-epilog --history: the database ("" history_path())
+  bool no_history = false;                                 // slurm-epilog --no-history
   std::string job;            // slurm, slurm-epilog: the job id (epilog: else $SLURM_JOB_ID)
   double timeout_s = 30;      // slurm-epilog: the whole run's bound, in seconds
   bool force = false;         // slurm-epilog: diagnose a job that succeeded too
@@ -53,6 +60,11 @@ std::vector<ScontrolRecord> parse_scontrol_records(std::string_view out);
 // What firstfault needs to know of a Slurm job.
 struct SlurmJob {
   std::string id, name, state, reason, exit_code, std_out, std_err, work_dir, user, batch_host, node_list;
+  // For the fleet (issue 36): the partition and account ("" when Slurm says "(null)"), the
+  // GPUs allocated (TRES gres/gpu, all nodes), and the seconds it ran (RunTime, Elapsed).
+  std::string partition, account;
+  int gpus = 0;
+  double run_s = 0;
   // The owner, only where the record says it for certain (see parse_scontrol_records; from
   // sacct, its numeric UID/GID columns, which come before any free text); else unset and
   // owner_doubt says why.
@@ -78,10 +90,21 @@ std::string expand_slurm_pattern(std::string_view pattern, const SlurmJob& job);
 std::optional<bool> slurm_job_failed_from_env();
 bool slurm_state_failed(std::string_view state, std::string_view exit_code, std::string_view reason = {});
 
+// The job's facts as the history keeps them (GPU-hours: GPUs x the time it ran).
+SchedulerFacts facts_of(const SlurmJob& j);
+// The diagnosis JSON with a "job" object added: the scheduler's facts and when it ended
+// (read by `firstfault report`); the text as it is when it is not a JSON object.
+std::string with_job_facts(const std::string& diagnosis_json, const SlurmJob& j, std::time_t ended);
+
 // "firstfault: failed: <title> (rank R, node N, file:line)": the one line for AdminComment.
 std::string one_line_summary(const analyze::Diagnosis& d);
 
 namespace detail {
+// Slurm's durations ("[D-]HH:MM:SS", "MM:SS", "MM:SS.mmm") in seconds; 0 when unreadable.
+double parse_slurm_duration(std::string_view s);
+// The GPUs in a TRES list ("cpu=8,gres/gpu=4,gres/gpu:a100=4": the untyped count, else the
+// typed counts summed); 0 when none.
+int tres_gpus(std::string_view tres);
 // A uid or gid written in decimal ("65534"); nullopt for anything else, and for (uid_t)-1.
 std::optional<unsigned> parse_id(std::string_view s);
 // `path` under `dir` unless it is absolute.

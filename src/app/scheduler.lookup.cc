@@ -87,6 +87,9 @@ std::string submit_option(const std::string& line, std::string_view short_opt, s
   return {};
 }
 
+// Slurm writes "(null)" for a field that has no value.
+std::string not_null(std::string v) { return v == "(null)" ? std::string() : v; }
+
 SlurmJob from_scontrol(const ScontrolRecord& r) {
   const auto& f = r.fields;
   SlurmJob j;
@@ -105,6 +108,10 @@ SlurmJob from_scontrol(const ScontrolRecord& r) {
   j.user = name_before_parens(get("UserId"));
   j.batch_host = get("BatchHost");
   j.node_list = get("NodeList");
+  j.partition = not_null(get("Partition"));
+  j.account = not_null(get("Account"));
+  j.gpus = detail::tres_gpus(get("AllocTRES").empty() ? get("TRES") : get("AllocTRES"));
+  j.run_s = detail::parse_slurm_duration(get("RunTime"));
   j.from = "scontrol";
   if (!r.doubt.empty()) {
     j.owner_doubt = "scontrol's record is ambiguous: " + r.doubt;
@@ -119,8 +126,9 @@ SlurmJob from_scontrol(const ScontrolRecord& r) {
 // sacct -P columns: the fields no user writes first (the uid among them), the free text
 // after. A '|' in a free field shifts the columns after it: those fields are then asked
 // for one by one. A line break in a field splits a row: the uid is then not trusted.
-constexpr const char* kSacctFixed = "JobID,UID,GID,State,ExitCode,NodeList,User";
-constexpr size_t kSacctFixedCount = 7;
+// Partition and account names are the administrator's, AllocTRES and ElapsedRaw Slurm's.
+constexpr const char* kSacctFixed = "JobID,UID,GID,State,ExitCode,NodeList,User,Partition,Account,AllocTRES,ElapsedRaw";
+constexpr size_t kSacctFixedCount = 11;
 
 std::optional<SlurmJob> from_sacct(const std::string& id, const std::string& out,
                                    const std::vector<std::string>& free_fields, const CommandOptions& co,
@@ -149,6 +157,10 @@ std::optional<SlurmJob> from_sacct(const std::string& id, const std::string& out
   j.exit_code = c[4];
   j.node_list = c[5];
   j.user = c[6];
+  j.partition = not_null(c[7]);
+  j.account = not_null(c[8]);
+  j.gpus = detail::tres_gpus(c[9]);
+  if (const auto secs = detail::parse_id(c[10])) j.run_s = *secs;
   if (broken || rows.size() > 1) {
     j.owner_doubt = "sacct's answer is ambiguous: a field holds a line break, or the job is listed more than once";
   } else {
@@ -191,6 +203,44 @@ std::optional<SlurmJob> from_sacct(const std::string& id, const std::string& out
 }  // namespace
 
 namespace detail {
+
+double parse_slurm_duration(std::string_view s) {
+  double days = 0;
+  if (const size_t dash = s.find('-'); dash != std::string_view::npos) {
+    const auto d = parse_id(s.substr(0, dash));
+    if (!d) return 0;
+    days = *d;
+    s = s.substr(dash + 1);
+  }
+  double total = 0;
+  int parts = 0;
+  for (std::string_view piece : split(s, ':')) {
+    const std::string p(piece);
+    char* end = nullptr;
+    const double v = std::strtod(p.c_str(), &end);
+    if (p.empty() || end != p.c_str() + p.size() || v < 0) return 0;
+    total = total * 60 + v;
+    ++parts;
+  }
+  if (parts < 2 || parts > 3) return 0;
+  return days * 86400 + total;
+}
+
+int tres_gpus(std::string_view tres) {
+  int plain = -1, typed = 0;
+  for (std::string_view item : split(tres, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = item.substr(0, eq);
+    const auto n = parse_id(item.substr(eq + 1));
+    if (!n) continue;
+    if (key == "gres/gpu")
+      plain = static_cast<int>(*n);
+    else if (starts_with(key, "gres/gpu:"))
+      typed += static_cast<int>(*n);
+  }
+  return plain >= 0 ? plain : typed;
+}
 
 std::optional<unsigned> parse_id(std::string_view s) {
   if (s.empty() || s.size() > 10) return std::nullopt;

@@ -34,6 +34,10 @@ int run_history(const LiveOptions& lo) {
       j["fingerprint"] = r.fingerprint;
       j["rank"] = r.rank >= 0 ? nlohmann::ordered_json(r.rank) : nlohmann::ordered_json(nullptr);
       j["node"] = r.node.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.node);
+      if (!r.job_id.empty()) {
+        j["scheduler"] = {{"job_id", r.job_id},   {"user", r.user},           {"partition", r.partition},
+                          {"account", r.account}, {"node_list", r.node_list}, {"gpu_hours", r.gpu_hours}};
+      }
       const Recurrence rec = h.value()->recurrence(r, now);
       j["recurrence"] = {{"times_this_week", rec.times}, {"text", rec.line}};
       arr.push_back(std::move(j));

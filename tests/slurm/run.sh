@@ -64,6 +64,7 @@ ss = [socket.socket() for _ in range(4)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
 mkdir -p "$tmp/state" "$tmp/spool" "$tmp/log" "$tmp/cache"
+mkdir -m 755 "$tmp/textfile"  # node_exporter's textfile folder (issue 36)
 
 # Accounting, where MariaDB and slurmdbd are installed: a job that has finished can only be
 # annotated in its accounting record (slurmctld refuses updates to it), so with them the
@@ -117,7 +118,7 @@ cat > "$tmp/epilog" <<EOF
 export SLURM_CONF="$tmp/slurm.conf" FIRSTFAULT_CACHE_DIR="$tmp/cache"
 start=\$(date +%s.%N)
 { echo "job \$SLURM_JOB_ID: \$(env | grep -E '^SLURM_(JOB_EXIT_CODE|JOB_EXIT_CODE2|JOB_DERIVED_EC|SCRIPT_CONTEXT)=' | sort | tr '\\n' ' ')"; } >> "$tmp/epilog.env"
-"$ff" slurm-epilog --timeout 20 2>>"$tmp/epilog.log"
+"$ff" slurm-epilog --timeout 20 --textfile-dir "$tmp/textfile" --history "$tmp/history.db" 2>>"$tmp/epilog.log"
 rc=\$?
 echo "\$SLURM_JOB_ID \$start \$(date +%s.%N) \$rc" >> "$tmp/epilog.times"
 scontrol show job -o "\$SLURM_JOB_ID" | grep -o 'JobState=[^ ]* Reason=[^ ]*\|ExitCode=[^ ]*' | tr '\\n' ' ' >> "$tmp/epilog.env"
@@ -369,6 +370,42 @@ echo "firstfault slurm $failed_job: $(cat "$tmp/slurm-cmd.err")"
 "$ff" slurm 999999 > /dev/null 2> "$tmp/slurm-none.err"
 rc=$?
 [ "$rc" = 2 ] && grep -q "Invalid job id" "$tmp/slurm-none.err" || fail "firstfault slurm 999999: exit $rc, $(cat "$tmp/slurm-none.err")"
+
+# Issue 36: the epilog kept its diagnoses in the history with the scheduler's facts, and
+# Debian's node_exporter's textfile collector reads the counters it wrote.
+FIRSTFAULT_NO_HISTORY=0 FIRSTFAULT_HISTORY="$tmp/history.db" "$ff" history --format json > "$tmp/history.json" 2>&1 \
+  || fail "firstfault history: $(cat "$tmp/history.json")"
+python3 - "$tmp/history.json" "$failed_job" "$timeout_job" <<'PY' || fail "the history lacks the epilog's rows and their facts"
+import json, sys
+rows = {r.get("scheduler", {}).get("job_id"): r for r in json.load(open(sys.argv[1]))}
+for job, entry in ((sys.argv[2], "python.memory.memory-error"), (sys.argv[3], "slurm.job.time-limit")):
+    r = rows[job]
+    assert r["command"] == "slurm-epilog" and r["entry"] == entry, r
+    s = r["scheduler"]
+    assert s["user"] == "nobody" and s["partition"] and s["node_list"] == "localhost", s
+print("history:", {j: (r["entry"], r["scheduler"]["partition"]) for j, r in rows.items()})
+PY
+prom="$tmp/textfile/firstfault.prom"
+if [ -f "$prom" ]; then
+  [ "$(stat -c %a "$prom")" = 644 ] || fail "$prom has mode $(stat -c %a "$prom")"
+  grep -q '^firstfault_job_failures_total{entry="python.memory.memory-error",.*node="localhost".*} 1$' "$prom" \
+    || fail "no failure counted in $prom: $(cat "$prom")"
+  grep -q '^firstfault_job_failures_total{entry="slurm.job.time-limit",' "$prom" || fail "the time-limit job is not counted"
+  if command -v prometheus-node-exporter >/dev/null && command -v curl >/dev/null; then
+    np=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    prometheus-node-exporter --web.listen-address="127.0.0.1:$np" --collector.disable-defaults --collector.textfile \
+      --collector.textfile.directory="$tmp/textfile" > "$tmp/log/node_exporter.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$np/metrics" > "$tmp/metrics.txt" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^node_textfile_scrape_error 0' "$tmp/metrics.txt" || fail "node_exporter's textfile collector: $(grep textfile "$tmp/metrics.txt")"
+    grep -q '^firstfault_job_failures_total{.*entry="python.memory.memory-error".*} 1' "$tmp/metrics.txt" \
+      && echo "node_exporter serves the real epilog's counters" || fail "node_exporter does not serve the epilog's counters"
+  else
+    echo "note: prometheus-node-exporter or curl not installed; the textfile is checked as text only"
+  fi
+else
+  fail "the epilog wrote no $prom"
+fi
 
 if [ -n "$capture" ]; then
   mkdir -p "$capture"
