@@ -28,7 +28,7 @@ if [ ! -f "$cache/expect.json" ]; then
   mv "$cache/expect.json.tmp" "$cache/expect.json"
 fi
 json_bytes=$(find "$cache/jobs" -name '*.firstfault.json' -printf '%s\n' | awk '{s+=$1} END {print s}')
-"$bin" report "$cache/jobs" -f json -o /dev/null 2>/dev/null  # warm the page cache
+"$bin" report "$cache/jobs" -f json -o "$cache/warm.json" 2>/dev/null  # warm the page cache
 best=""; rss=0
 for _ in $(seq "$runs"); do
   /usr/bin/time -f '%e %M' -o "$cache/time.txt" "$bin" report "$cache/jobs" --since 2026-10-29 \

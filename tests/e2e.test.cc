@@ -1,12 +1,14 @@
 // End-to-end tests: the firstfault binary on real logs (tests/data, written by real
 // PyTorch runs) and on hostile inputs generated from them at test time.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <csignal>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "harness.h"
 
@@ -455,6 +458,39 @@ TEST_F(E2EDidYouMean, FlagsEntryIdsAndFilterValues) {
   ff::test::Outcome good = run("kb list --framework pytorch --category gpu-memory");
   EXPECT_EQ(good.rc, 0) << good.err;
   EXPECT_NE(good.out.find("pytorch.cuda.out-of-memory"), std::string::npos);
+}
+
+// `-o /dev/null` and `-o` a pipe are written into, as a shell's `>` would: the report's
+// atomic rename replaced the device node itself (as root, /dev/null became a regular file,
+// and every later `> /dev/null` of the machine wrote into it). Bench scripts do this.
+TEST_F(E2EDidYouMean, AnOutputThatIsADeviceOrAPipeIsWrittenIntoNotReplaced) {
+  const std::string log = ff::test::data("01_rank_exception__tee.log");
+  struct stat before {};
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  ASSERT_TRUE(S_ISCHR(before.st_mode));
+  for (const char* format : {"text", "json", "html"}) {
+    ff::test::Outcome o = run(std::string("diagnose -f ") + format + " -o /dev/null " + log);
+    EXPECT_EQ(o.rc, 1) << format << ": " << o.err;
+    struct stat after {};
+    ASSERT_EQ(::stat("/dev/null", &after), 0);
+    EXPECT_TRUE(S_ISCHR(after.st_mode)) << "/dev/null is still the device after -f " << format;
+    EXPECT_EQ(after.st_ino, before.st_ino);
+  }
+  // A named pipe: its reader gets the whole report.
+  const std::string fifo = (dir_ / "report.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = ff::test::slurp(fifo); });
+  ff::test::Outcome p = run("diagnose -f json -o " + ff::test::quote(fifo) + " " + log);
+  // Had it not opened the pipe, the reader would wait in open() for ever: a writer of our
+  // own lets it go (and reads as the end at once when firstfault has written).
+  if (const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); w >= 0) ::close(w);
+  reader.join();
+  EXPECT_EQ(p.rc, 1) << p.err;
+  EXPECT_NE(got.find("\"pytorch.model.shape-mismatch\""), std::string::npos) << got.substr(0, 200);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the pipe is still a pipe";
 }
 
 // explain takes several ids: a page each, in the order given, separated by a line of

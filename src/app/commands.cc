@@ -4,6 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -79,7 +84,28 @@ std::optional<Loaded> load_or_say(const Options& opt, bool quiet_kb_errors, KbFi
 
 // Writes a file the user named (-o) whole or not at all (base/cache.h), beside it. Returns
 // the problem, or "" when written.
-std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode) {
+std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode, bool into_device) {
+  struct stat st {};
+  if (into_device && ::stat(path.c_str(), &st) == 0) {
+    if (S_ISBLK(st.st_mode)) return "it is a block device (a report goes to a file, a character device or a pipe)";
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return std::strerror(errno);
+      size_t done = 0;
+      int err = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          err = n < 0 ? errno : EIO;
+          break;
+        }
+        done += static_cast<size_t>(n);
+      }
+      if (::close(fd) != 0 && err == 0) err = errno;
+      return err == 0 ? std::string() : std::strerror(err);
+    }
+  }
   const std::filesystem::path target(path);
   const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
   const int err = write_file_atomically(dir, path, {bytes}, true, mode);

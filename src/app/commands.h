@@ -97,7 +97,13 @@ bool use_colour(const Options& opt, bool tty);
 
 // Writes a file the user named (-o) whole or not at all; the problem, or "" when written.
 // Its mode is `mode` less the umask (the epilog gives a diagnosis its output's mode).
-std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode = 0666);
+// A path that is a character device or a pipe (`-o /dev/null`, `-o >(gzip > r.gz)`, through
+// links too) is written into, as a shell's `>` would, when `into_device`: the atomic rename
+// would replace the device node itself (as root, /dev/null became a regular file). A block
+// device is refused. The epilog, which writes into a user's folder as root, passes false:
+// whatever the user planted there is replaced, never written through.
+std::string write_output_file(const std::string& path, std::string_view bytes, mode_t mode = 0666,
+                              bool into_device = true);
 
 // A diagnosed job as `diagnose --format json|html|markdown|vimgrep|sarif` prints it
 // (redacted when the job has a redactor); mark_nothing_read gives the answer for a job of which nothing was read.

@@ -380,7 +380,7 @@ int run_slurm_epilog(const Options& opt_in, const SchedulerOptions& so) {
       for (const auto& [suffix, bytes] :
            {std::pair<const char*, const std::string*>{".firstfault.json", &json}, {".firstfault.md", &markdown}}) {
         const std::string path = base + suffix;
-        if (std::string p = write_output_file(path, *bytes, mode); !p.empty())
+        if (std::string p = write_output_file(path, *bytes, mode, false); !p.empty())
           say(id, fmt::format("cannot write {}: {}", path, p));
         else
           written.push_back(path);
