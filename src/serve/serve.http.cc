@@ -84,7 +84,10 @@ int64_t Request::content_length() const {
 
 bool Request::keep_alive() const {
   if (has_header("Connection")) {
-    for (std::string_view token : split(header("Connection"), ',')) {
+    // The header's text must outlive the views split() hands back: a
+    // temporary in the range expression dies before the loop runs.
+    const std::string connection = header("Connection");
+    for (std::string_view token : split(connection, ',')) {
       if (same_name(trim(token), "keep-alive")) return true;
     }
     return false;
