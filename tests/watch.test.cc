@@ -197,6 +197,30 @@ TEST(Session, StallLearnedFromTheRunsRhythmNamesTheRankThatStoppedFirst) {
   EXPECT_TRUE(s.tick(now + 5000, 0).empty()) << "one incident, said once";
 }
 
+// Issue 33: one incident is said once. A real run whose fp16 loss scale falls to its floor
+// and then raises FloatingPointError: the failure is said, and the loss-scale trend (the
+// same incident, seen in the numbers) is not said again after it as a warning.
+TEST(Session, Issue33ATrendOfTheFailuresOwnKindIsNotSaidAgainAfterIt) {
+  ff::watch::Session s(*loaded().engine, diagnose, {});
+  const uint32_t src = s.open("train.log");
+  s.feed(src, slurp(data_path("03_loss_scale_terminal__tee.log")), 0);
+  std::vector<ff::watch::Alert> alerts = s.tick(10000, 0);
+  for (auto& a : s.finish(0)) alerts.push_back(a);
+  ASSERT_TRUE(s.diagnosis().primary);
+  ASSERT_EQ(s.diagnosis().primary->category, "numerical");
+  bool trend_seen = false;
+  for (const auto& v : s.diagnosis().verdicts) trend_seen = trend_seen || v.id == "loss-scale";
+  ASSERT_TRUE(trend_seen) << "the log's loss scale falls to its floor";
+  int failures = 0, numerical_trends = 0;
+  for (const auto& a : alerts) {
+    if (a.kind == "failure") ++failures;
+    if (a.kind == "trend" && a.category == "numerical" && a.severity >= ff::watch::Severity::kWarning)
+      ++numerical_trends;
+  }
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(numerical_trends, 0) << "the loss scale's fall is the failure's own incident";
+}
+
 // ---------------------------------------------------------------------------------------
 // The binary.
 
@@ -349,6 +373,65 @@ TEST_F(Watch, StallOnPerRankFilesNamesTheSilentRank) {
   EXPECT_EQ((*stall)["ranks"], json::array({1}));
   EXPECT_EQ((*stall)["rank"], 1);
   EXPECT_GE((*stall)["silent_seconds"].get<double>(), 1.5);
+}
+
+// Issue 33: a stall the watch saw stays in its final verdict: the log's lines only stop,
+// so `diagnose` of the same files would say incomplete, but the watch timed the silence
+// and said "failed stall" as it happened; its last word must not contradict that.
+TEST_F(Watch, Issue33ALiveStallStaysInTheFinalVerdict) {
+  auto ranks = by_rank(slurp(data_path("09_healthy__tee.log")));
+  const fs::path logs = dir_ / "logs";
+  fs::create_directories(logs);
+  const pid_t pid =
+      start("watch -f jsonl --poll 20ms --stall-after 1500ms --idle-exit 2500ms " + quote(logs.string()));
+  std::map<int, size_t> at;
+  for (int round = 0; round < 10; ++round) {
+    for (auto& [r, lines] : ranks) {
+      std::string chunk;
+      while (at[r] < lines.size()) {
+        chunk += lines[at[r]++];
+        if (is_progress(chunk.substr(chunk.rfind('\n', chunk.size() - 2) + 1))) break;
+      }
+      append(logs / ("rank" + std::to_string(r) + ".log"), chunk);
+    }
+    sleep_ms(50);
+  }
+  ASSERT_EQ(finish(pid, 20), 1) << slurp(dir_ / "stderr");
+  const auto out = jsonl(slurp(dir_ / "stdout"));
+  ASSERT_FALSE(out.empty());
+  bool stall_said = false;
+  for (const auto& a : out) stall_said = stall_said || a.value("kind", "") == "stall";
+  ASSERT_TRUE(stall_said) << slurp(dir_ / "stdout");
+  const json& d = out.back();
+  EXPECT_EQ(d["verdict"], "failed") << d.dump(1);
+  ASSERT_FALSE(d["reasons"].empty());
+  EXPECT_EQ(d["reasons"][0]["rule"], "watch.stall") << d["reasons"].dump(1);
+  bool stall_verdict = false;
+  for (const auto& v : d["series"]["verdicts"]) stall_verdict = stall_verdict || v["id"] == "stall";
+  EXPECT_TRUE(stall_verdict) << d["series"].dump(1);
+}
+
+// Issue 33: --until-done stops once the logs say the job ended (here torchrun's failure
+// table, in a real run's log), when the files have been quiet for 2 s after it, without
+// --idle-exit; without --until-done the watch keeps following.
+TEST_F(Watch, Issue33UntilDoneStopsWhenTheLauncherSaysTheJobEnded) {
+  const fs::path logs = dir_ / "logs";
+  fs::create_directories(logs);
+  fs::copy_file(data_path("01_rank_exception.log"), logs / "train.log");
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = start("watch --poll 20ms --until-done " + quote(logs.string()));
+  ASSERT_EQ(finish(pid, 20), 1) << slurp(dir_ / "stderr");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 2.0) << "quiet for 2 s after the end first";
+  const std::string err = slurp(dir_ / "stderr");
+  EXPECT_NE(err.find("the job ended (" + (logs / "train.log").string() + ":"), std::string::npos) << err;
+  EXPECT_NE(slurp(dir_ / "stdout").find("FAILED"), std::string::npos);
+  // Without it: still following after 3 s.
+  const pid_t again = start("watch --poll 20ms " + quote(logs.string()));
+  sleep_ms(3000);
+  EXPECT_EQ(::waitpid(again, nullptr, WNOHANG), 0) << "watch without --until-done stopped by itself";
+  ::kill(again, SIGINT);
+  EXPECT_EQ(finish(again, 20), 1);
 }
 
 // --on-finding: the finding as JSON on stdin and FIRSTFAULT_* in the environment, once

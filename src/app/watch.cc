@@ -69,11 +69,14 @@ LiveCommands& add_live_commands(CLI::App& app, Options& opt) {
   c.watch->add_option("--format,-f", o.format, "text, or jsonl (one JSON object per finding, the diagnosis last)")
       ->check(CLI::IsMember({"text", "jsonl"}));
   c.watch->add_option("--idle-exit", o.idle_exit, "Stop when no file has grown for this long (e.g. 30s)");
+  c.watch->add_flag("--until-done", o.until_done,
+                    "Stop when the logs say the job ended (the launcher's failure table, a completion line, a "
+                    "scheduler's cancel or a launcher's exit), once the files are quiet for 2 s after it");
   c.watch->add_option("--poll", o.poll, "How often the files are checked (default 100ms)");
   add_live_flags(c.watch, o);
   c.watch->add_flag("-L,--follow", opt.follow_symlinks, "Follow symbolic links found in folders");
   c.watch->footer(
-      "Stops at Ctrl-C, --exit-on or --idle-exit, then prints the diagnosis of everything read.\n"
+      "Stops at Ctrl-C, --exit-on, --idle-exit or --until-done, then prints the diagnosis of everything read.\n"
       "Exit codes: the final verdict's, as for diagnose (0 healthy, 1 failed, 5 degraded, 3 incomplete, "
       "4 unknown); 1 when --exit-on stopped it; 2 could not run.");
 

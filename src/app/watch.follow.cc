@@ -61,6 +61,9 @@ int run_watch(const Options& opt, const LiveOptions& lo) {
   watch::Follower follower(lo.paths, fo);
   FollowInto into(live.session());
   int64_t last_growth = steady_ms();
+  // --until-done: the files' last growth must be this long past the job's end.
+  constexpr int64_t kEndQuietMs = 2000;
+  bool end_said = false;
   bool first = true;
   while (!interrupted()) {
     const watch::PollStats ps = follower.poll(into);
@@ -73,6 +76,18 @@ int run_watch(const Options& opt, const LiveOptions& lo) {
     live.tick();
     if (live.exit_on_met() || live.stdout_gone()) break;
     if (idle_ms > 0 && now - last_growth >= idle_ms) break;
+    if (lo.until_done) {
+      if (const record::Event* end = live.session().job_end()) {
+        if (!end_said) {
+          const auto& names = live.session().live().job().sources;
+          const std::string where =
+              end->source < names.size() ? names[end->source].name + ":" + std::to_string(end->line) : "";
+          say_error("the job ended (" + where + "); stopping when the files have been quiet for 2 s (--until-done)");
+          end_said = true;
+        }
+        if (now - last_growth >= kEndQuietMs) break;
+      }
+    }
     if (!ps.grew) sleep_ms(poll_ms);
   }
   const analyze::Diagnosis& d = live.finish();

@@ -35,6 +35,7 @@ struct LiveOptions {
   std::string log;                   // run: the file that keeps the command's output ("" = one of
                                      // its own under the state folder's runs/)
   std::string idle_exit;             // watch: stop after this long without a new byte
+  bool until_done = false;           // watch: stop once the logs say the job ended
   std::string poll = "100ms";        // how often files are checked
   bool no_history = false;
   int limit = 20;  // history: rows shown

@@ -230,7 +230,10 @@ std::optional<Alert> Session::check_stall(int64_t now_ms, int64_t unix_ms) {
   if (ranks_.empty()) return std::nullopt;
   double max_step = -INFINITY;
   for (const auto& [rank, r] : ranks_) max_step = std::max(max_step, r.step);
-  if (stalled_ && max_step != stalled_at_step_) stalled_ = false;
+  if (stalled_ && max_step != stalled_at_step_) {
+    stalled_ = false;
+    stall_.reset();
+  }
   const int64_t threshold = stall_threshold_ms();
   if (threshold <= 0 || stalled_ || now_ms - last_step_ms_ < threshold) return std::nullopt;
   // A run that died or finished is not hung: the diagnosis says so already.
@@ -277,6 +280,7 @@ std::optional<Alert> Session::check_stall(int64_t now_ms, int64_t unix_ms) {
       "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the stuck collective";
   a.verdict = analyses_ > 0 ? analyze::verdict_name(diagnosis_.verdict) : "unknown";
   a.unix_ms = unix_ms;
+  stall_ = a;
   return a;
 }
 
@@ -330,6 +334,11 @@ std::vector<Alert> Session::alerts_from(const analyze::Diagnosis& d, int64_t uni
     a.key = "symptom:" + s.id;
     say(a, out);
   }
+  // A trend of the primary's own kind (the loss scale's floor under a numerical failure, a
+  // straggler under a hang) is the same incident seen in the numbers: said with the
+  // failure's key, so a failure already said is not said again as a warning.
+  const std::string primary_key =
+      d.primary ? "incident:" + (d.primary->fingerprint.empty() ? d.primary->id : d.primary->fingerprint) : "";
   for (const auto& v : d.verdicts) {
     Alert a;
     a.kind = "trend";
@@ -342,6 +351,7 @@ std::vector<Alert> Session::alerts_from(const analyze::Diagnosis& d, int64_t uni
     a.step = v.step;
     a.verdict = verdict;
     a.key = "trend:" + v.id + ":" + v.verdict + (v.rank ? ":" + std::to_string(*v.rank) : "");
+    if (d.primary && d.primary->category == a.category) a.key = primary_key;
     a.unix_ms = unix_ms;
     say(a, out);
   }
@@ -381,7 +391,42 @@ std::vector<Alert> Session::finish(int64_t unix_ms) {
   for (uint32_t s = 0; s < sources_.size(); ++s) close(s);
   analyse();
   finished_ = true;
+  // A stall the watch saw and that still held when it stopped stays in the verdict: the
+  // log alone cannot show it (its lines only stop), but the watch timed the silence.
+  if (stall_ && diagnosis_.verdict != analyze::VerdictKind::kFailed && !diagnosis_.progress.completed) {
+    const Alert& a = *stall_;
+    analyze::Verdict v;
+    v.id = "stall";
+    v.verdict = "stalled";
+    v.metric = "step";
+    v.step = a.step;
+    v.rank = a.rank;
+    v.summary = fmt::format("{} (watched live: {:.0f} s without a new step; a stall is {:.0f} s here)", a.title,
+                            a.silent_s, a.threshold_s);
+    std::erase_if(diagnosis_.verdicts, [](const analyze::Verdict& x) { return x.id == "stall"; });
+    diagnosis_.verdicts.insert(diagnosis_.verdicts.begin(), v);
+    diagnosis_.verdict = analyze::VerdictKind::kFailed;
+    diagnosis_.reasons.insert(diagnosis_.reasons.begin(), analyze::Reason{"watch.stall", "a hang: " + v.summary, {}});
+  }
   return alerts_from(diagnosis_, unix_ms);
+}
+
+const record::Event* Session::job_end() {
+  if (end_) return &events_[*end_];
+  for (; end_scanned_ < events_.size(); ++end_scanned_) {
+    const record::Event& e = events_[end_scanned_];
+    bool ends = e.kind == record::EventKind::kLauncherFailure ||
+                (e.kind == record::EventKind::kPattern && e.role == kb::Role::kCompletion);
+    if (!ends && e.kind == record::EventKind::kPattern) {
+      const kb::Entry* entry = engine_.kb().find(e.entry_id);
+      ends = entry && std::find(entry->tags.begin(), entry->tags.end(), "job-end") != entry->tags.end();
+    }
+    if (ends) {
+      end_ = end_scanned_;
+      return &e;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace ff::watch

@@ -125,6 +125,10 @@ class Session {
   int64_t stall_threshold_ms() const;
   int64_t silent_ms(int64_t now_ms) const { return last_step_ms_ > 0 ? now_ms - last_step_ms_ : 0; }
   bool stalled() const { return stalled_; }
+  // The job's end as its logs say it: a completion line, the launcher's failure table, or
+  // a line of an entry tagged `job-end` (a scheduler's cancel, a launcher's exit); the
+  // event that says it, or null (watch --until-done).
+  const record::Event* job_end();
   // Alerts said so far, per (id, category, severity), for metrics.
   const std::map<std::tuple<std::string, std::string, std::string>, uint64_t>& alert_counts() const { return counts_; }
   uint64_t analyses() const { return analyses_; }
@@ -162,6 +166,9 @@ class Session {
   int64_t last_step_ms_ = 0;
   bool stalled_ = false;
   double stalled_at_step_ = -1;
+  std::optional<Alert> stall_;  // the stall said while it lasts (kept in the final verdict)
+  size_t end_scanned_ = 0;      // events looked at by job_end()
+  std::optional<size_t> end_;   // the event that ended the job
 };
 
 }  // namespace ff::watch
