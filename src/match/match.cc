@@ -3,6 +3,7 @@
 #include "base/cache.h"
 #include "base/strings.h"
 
+#include <re2/filtered_re2.h>
 #include <re2/re2.h>
 #include <re2/set.h>
 
@@ -97,6 +98,12 @@ hs_database_t* compile_joined_db(const std::vector<PatternSpec>& specs);
 #endif
 
 struct Database::Impl {
+  // The literals the patterns require, for may_match_between_numbers: loaded from the
+  // cache or computed on first use (load_atoms).
+  CompileOptions atoms_cache;  // the cache folder and key of this pattern list
+  mutable std::once_flag atoms_once;
+  mutable std::vector<std::vector<std::string>> atoms;  // per pattern, lower-case (FilteredRE2's)
+  mutable bool atoms_ok = false;                        // every pattern requires some
   // RE2 objects for captures, built on first use (most patterns never hit).
   mutable std::vector<std::unique_ptr<RE2>> re2s;
   mutable std::vector<std::once_flag> re2_once;
@@ -340,6 +347,12 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
     impl.relaxed[i] = relax_negated_repeats(rx);
   }
   impl.re2_once = std::vector<std::once_flag>(db->specs_.size());
+  {
+    uint64_t key = options.cache_key;
+    for (const auto& s : db->specs_) key = (key ^ s.id) * 1099511628211ull;
+    impl.atoms_cache = options;
+    impl.atoms_cache.cache_key = options.cache_key == 0 ? 0 : key;
+  }
   for (const auto& s : db->specs_) impl.index_to_id.push_back(s.id);
 
   std::vector<bool> in_hs(db->specs_.size(), false);
@@ -392,6 +405,165 @@ Result<std::shared_ptr<const Database>> Database::compile(const std::vector<Patt
   }
   if (db->backend_.empty()) db->backend_ = "none";
   return std::shared_ptr<const Database>(std::move(db));
+}
+
+namespace {
+
+// The bytes a number between two pieces can hold (read_number in metrics: sign, digits,
+// point, exponent, and the words nan, inf, infinity), lower-cased as FilteredRE2's atoms.
+bool number_byte(unsigned char c) {
+  return (c >= '0' && c <= '9') || c == '.' || c == '+' || c == '-' || c == 'e' || c == 'n' || c == 'a' ||
+         c == 'i' || c == 'f' || c == 't' || c == 'y';
+}
+
+// Whether `atom` can occur in some line pieces[0] N pieces[1] N ... pieces[k] where each N
+// is any run of number bytes (a superset of the numbers: sound). The template is a list of
+// tokens, a literal byte or a number run (kRun, which may also be empty); the atom is
+// matched from any token on, as a substring.
+bool atom_fits(std::string_view atom, const std::vector<int>& tokens) {
+  constexpr int kRun = -1;
+  const size_t n = tokens.size();
+  std::vector<char> at(n + 1, 1), next(n + 1);  // the states: "the next token to match is t"
+  // A number run may be empty: a state before one also stands after it.
+  auto close = [&](std::vector<char>& st) {
+    for (size_t t = 0; t < n; ++t)
+      if (st[t] && tokens[t] == kRun) st[t + 1] = 1;
+  };
+  close(at);
+  for (unsigned char c : atom) {
+    std::fill(next.begin(), next.end(), 0);
+    bool any = false;
+    for (size_t t = 0; t < n; ++t) {
+      if (!at[t]) continue;
+      if (tokens[t] == kRun) {
+        if (number_byte(c)) next[t] = 1, any = true;  // the run goes on
+      } else if (tokens[t] == c) {
+        next[t + 1] = 1, any = true;
+      }
+    }
+    if (!any) return false;
+    close(next);
+    at.swap(next);
+  }
+  return true;
+}
+
+// The atoms cache file: "FFHA", u32 pattern count, u64 checksum of the rest, then per
+// pattern its atoms, each ended by '\x1f', the pattern's list ended by a NUL byte. Keyed
+// like the pattern database (the KB's hash and the pattern list).
+std::string atoms_path(const CompileOptions& opt) {
+  char name[96];
+  std::snprintf(name, sizeof(name), "patterns-%016llx-%s.atoms", static_cast<unsigned long long>(opt.cache_key),
+                kEngineVersion);
+  return (std::filesystem::path(opt.cache_dir) / name).string();
+}
+
+using AtomLists = std::vector<std::vector<std::string>>;
+
+bool load_atoms(const CompileOptions& opt, size_t patterns, AtomLists& atoms) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return false;
+  size_t size = 0;
+  const int fd = open_cache_file(atoms_path(opt), &size);
+  if (fd < 0) return false;
+  std::string bytes(size, '\0');
+  const bool read_all = size > 0 && ::read(fd, bytes.data(), size) == static_cast<ssize_t>(size);
+  ::close(fd);
+  if (!read_all || size < 16 || bytes.compare(0, 4, "FFHA") != 0) return false;
+  uint32_t n = 0;
+  uint64_t sum = 0;
+  std::memcpy(&n, bytes.data() + 4, 4);
+  std::memcpy(&sum, bytes.data() + 8, 8);
+  const std::string_view rest = std::string_view(bytes).substr(16);
+  if (n != patterns || cache_checksum(rest) != sum) return false;
+  atoms.assign(n, {});
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const size_t nul = rest.find('\0', at);
+    if (nul == std::string_view::npos) return false;
+    for (std::string_view a : split(rest.substr(at, nul - at), '\x1f'))
+      if (!a.empty()) atoms[i].emplace_back(a);
+    if (atoms[i].empty()) return false;  // every pattern has atoms, or nothing is cached
+    at = nul + 1;
+  }
+  return at == rest.size();
+}
+
+void store_atoms(const CompileOptions& opt, const AtomLists& atoms) {
+  if (opt.cache_dir.empty() || opt.cache_key == 0) return;
+  std::string rest;
+  for (const auto& list : atoms) {
+    for (const auto& a : list) rest.append(a).push_back('\x1f');
+    rest.push_back('\0');
+  }
+  std::string head = "FFHA";
+  const uint32_t n = static_cast<uint32_t>(atoms.size());
+  const uint64_t sum = cache_checksum(rest);
+  head.append(reinterpret_cast<const char*>(&n), 4);
+  head.append(reinterpret_cast<const char*>(&sum), 8);
+  write_cache_file(opt.cache_dir, atoms_path(opt), {head, rest});
+}
+
+// Each pattern's atoms (FilteredRE2, atoms of 3 bytes and more, one pattern at a time), or
+// false when some pattern requires none (FilteredRE2 cannot filter it: any line may match
+// it) or is not RE2's. Once per KB: a few hundred million instructions, hence the cache.
+bool compute_atoms(const std::vector<PatternSpec>& specs, AtomLists& atoms) {
+  atoms.assign(specs.size(), {});
+  for (size_t i = 0; i < specs.size(); ++i) {
+    re2::FilteredRE2 f(3);
+    int id = 0;
+    if (f.Add(specs[i].regex, re2_options(), &id) != RE2::NoError) return false;
+    f.Compile(&atoms[i]);
+    std::vector<int> none, unfiltered;
+    f.AllPotentials(none, &unfiltered);
+    if (!unfiltered.empty() || atoms[i].empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Database::may_match_between_numbers(const std::vector<std::string_view>& pieces) const {
+  const Impl& impl = *impl_;
+  std::call_once(impl.atoms_once, [&] {
+    if (load_atoms(impl.atoms_cache, specs_.size(), impl.atoms)) {
+      impl.atoms_ok = true;
+    } else if (compute_atoms(specs_, impl.atoms)) {
+      impl.atoms_ok = true;
+      store_atoms(impl.atoms_cache, impl.atoms);
+    }
+  });
+  if (!impl.atoms_ok) return true;
+  std::vector<int> tokens;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    if (p > 0) tokens.push_back(-1);
+    for (unsigned char c : pieces[p]) tokens.push_back(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  // A pattern none of whose atoms can be spelt in such a line cannot match it (its atoms'
+  // formula is false with none of them there). The few others are asked exactly: one
+  // FilteredRE2 of them alone, its atoms looked for in the line's shape.
+  std::map<std::string_view, bool> fits;
+  auto fit = [&](std::string_view a) {
+    auto [it, fresh] = fits.try_emplace(a, false);
+    if (fresh) it->second = atom_fits(a, tokens);
+    return it->second;
+  };
+  re2::FilteredRE2 f(3);
+  int added = 0;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (std::none_of(impl.atoms[i].begin(), impl.atoms[i].end(), fit)) continue;
+    int id = 0;
+    if (f.Add(specs_[i].regex, re2_options(), &id) != RE2::NoError) return true;
+    ++added;
+  }
+  if (added == 0) return false;
+  std::vector<std::string> atoms;
+  f.Compile(&atoms);
+  std::vector<int> present, potential;
+  for (size_t a = 0; a < atoms.size(); ++a) {
+    if (atom_fits(atoms[a], tokens)) present.push_back(static_cast<int>(a));
+  }
+  f.AllPotentials(present, &potential);
+  return !potential.empty();
 }
 
 bool Database::captures(uint32_t id, std::string_view line, std::map<std::string, std::string>* out,

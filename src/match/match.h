@@ -68,6 +68,16 @@ class Database {
   bool captures(uint32_t id, std::string_view line, std::map<std::string, std::string>* out,
                 std::pair<size_t, size_t>* span = nullptr) const;
 
+  // Whether some pattern could match a line made of `pieces` with one number between each
+  // two (digits, sign, point, exponent, or nan / inf / infinity in any case): a progress
+  // line's shape. False only when none can: every match of a pattern holds the literals
+  // (RE2's FilteredRE2 atoms) its regex requires, and no such set can be spelt in a line of
+  // that shape. Each pattern's atoms are read from the cache (CompileOptions) or computed on
+  // the first call (about a tenth of a second for the KB: callers on short inputs should
+  // not ask), and then a FilteredRE2 of the few patterns some of whose atoms fit answers
+  // exactly. Thread-safe.
+  bool may_match_between_numbers(const std::vector<std::string_view>& pieces) const;
+
  private:
   friend class Scanner;
   struct Impl;

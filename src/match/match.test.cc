@@ -110,6 +110,34 @@ TEST(Match, LongNegatedClassSpansMatchAndAreConfirmed) {
   EXPECT_FALSE(relax_negated_repeats(same));
 }
 
+// A progress line's shape (pieces with numbers between them): whether some pattern could
+// match a line of it. False only when none can; a number can spell nan, inf and digits.
+TEST(Match, AShapeThatNoPatternCanMatchIsSaidSo) {
+  const std::vector<PatternSpec> pats = {
+      {1, R"(CUDA out of memory\. Tried to allocate (?P<size>[0-9.]+ [KMG]iB))"},
+      {2, R"((?i)loss is (?:nan|inf))"},
+      {3, R"(exit code (?P<code>[0-9]+))"},
+  };
+  for (bool vs : {false, true}) {
+    CompileOptions o;
+    o.use_vectorscan = vs;
+    auto db = Database::compile(pats, o);
+    ASSERT_TRUE(db.ok());
+    const Database& d = *db.value();
+    EXPECT_FALSE(d.may_match_between_numbers({"step ", " | loss ", " | lr ", ""}));
+    EXPECT_FALSE(d.may_match_between_numbers({"train: step ", "/", ""}));
+    // "Loss is " + a number that reads "nan": pattern 2 (any case).
+    EXPECT_TRUE(d.may_match_between_numbers({"step ", " | Loss is ", ""}));
+    EXPECT_TRUE(d.may_match_between_numbers({"worker exit code ", ""}));
+    // "exit code" spelt across a number would need a 'c' in it: a number holds none.
+    EXPECT_FALSE(d.may_match_between_numbers({"exit ", "ode ", ""}));
+  }
+  // A pattern that requires no literal (FilteredRE2 cannot filter it): any line may match.
+  auto any = Database::compile({{1, R"([a-z]+ [0-9]+)"}, {2, R"(NCCL WARN)"}}, {});
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(any.value()->may_match_between_numbers({"step ", ""}));
+}
+
 TEST(Match, VectorscanSyntax) { EXPECT_EQ(to_vectorscan_syntax(R"(a (?P<x>\d+) \(?P<)"), R"(a (\d+) \(?P<)"); }
 
 }  // namespace

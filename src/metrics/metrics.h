@@ -133,6 +133,9 @@ class ProgressParser {
   // word that holds no number (no digit, no "nan" or "inf") is in the line only if it is
   // in this text.
   std::string_view shape_text(uint32_t id) const;
+  // The same text cut where its numbers go: a line of the shape is pieces[0], a number,
+  // pieces[1], ..., a number, pieces.back(). Empty once the shape is no longer kept.
+  std::vector<std::string_view> shape_pieces(uint32_t id) const;
 
  private:
   struct Slot {

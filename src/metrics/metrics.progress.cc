@@ -523,6 +523,21 @@ std::string_view ProgressParser::shape_text(uint32_t id) const {
   return {};
 }
 
+std::vector<std::string_view> ProgressParser::shape_pieces(uint32_t id) const {
+  std::vector<std::string_view> out;
+  for (const Shape& sh : shapes_) {
+    if (sh.id != id) continue;
+    const std::string_view text = sh.text;
+    size_t lit = 0;
+    for (const Slot& k : sh.slots) {
+      out.push_back(text.substr(lit, k.lit_len));
+      lit += k.lit_len;
+    }
+    out.push_back(text.substr(lit));
+  }
+  return out;
+}
+
 bool ProgressParser::learn(std::string_view s, ProgressLine& out) {
   Shape sh;
   size_t last = 0;

@@ -34,6 +34,8 @@ void LineWorker::run(Chunk& c) {
   const bool joined = n >= kJoinedMinLines && scanner_.joins_lines();
   joined_.clear();
   ends_.clear();
+  joined_lines_.clear();
+  lines_read_ += n;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t number = c.first_line + i;
     std::string_view line = c.clean_line(i, clean_);
@@ -106,11 +108,14 @@ void LineWorker::run(Chunk& c) {
                         (is_summary_header(rec.message) || record::may_start_traceback(rec.message));
     r.traceback_starts += starts;
     bool mark = starts || engine_.identity().may_be_header(rec.message);
-    if (joined) {
+    if (known && match_free(progress_.shape)) {
+      // No pattern can match a line of this shape: nothing to match.
+    } else if (joined) {
       // Matched below, all lines in one pass.
       joined_.append(rec.message);
       ends_.push_back(static_cast<uint32_t>(joined_.size()));
       joined_.push_back('\n');
+      joined_lines_.push_back(static_cast<uint32_t>(i));
     } else {
       hits_.clear();
       scanner_.scan(rec.message, hits_);
@@ -127,13 +132,21 @@ void LineWorker::run(Chunk& c) {
   if (joined) match_joined(c);
 }
 
-const LineWorker::ShapeFlags& LineWorker::shape_flags(uint32_t id) {
-  for (const ShapeFlags& f : shape_flags_) {
+bool LineWorker::match_free(uint32_t shape) {
+  if (lines_read_ < opt_.skip_matching_after) return false;
+  ShapeFlags& f = shape_flags(shape);
+  if (f.match_free < 0) f.match_free = !engine_.db().may_match_between_numbers(progress_parser_.shape_pieces(shape));
+  return f.match_free > 0;
+}
+
+LineWorker::ShapeFlags& LineWorker::shape_flags(uint32_t id) {
+  for (ShapeFlags& f : shape_flags_) {
     if (f.id == id) return f;
   }
   const std::string_view text = progress_parser_.shape_text(id);
   ShapeFlags& f = shape_flags_[next_shape_flags_++ % shape_flags_.size()];
   f.id = id;
+  f.match_free = -1;
   f.may_mark = text.find(kSummaryWord) != std::string_view::npos || record::may_start_traceback(text);
   f.may_glue = text.find_first_of(engine_.prefixes().glue_bytes()) != std::string_view::npos;
   return f;
@@ -142,9 +155,10 @@ const LineWorker::ShapeFlags& LineWorker::shape_flags(uint32_t id) {
 void LineWorker::match_joined(Chunk& c) {
   ChunkResult& r = c.res;
   candidates_.clear();
-  if (!scanner_.candidate_lines(joined_, ends_, candidates_)) {
-    candidates_.resize(c.lines.size());  // could not: every line is a candidate
-    for (uint32_t i = 0; i < candidates_.size(); ++i) candidates_[i] = i;
+  if (scanner_.candidate_lines(joined_, ends_, candidates_)) {
+    for (uint32_t& k : candidates_) k = joined_lines_[k];  // a message of joined_ -> its line
+  } else {
+    candidates_ = joined_lines_;  // could not: every line that needs matching is a candidate
   }
   hit_lines_.clear();
   for (uint32_t i : candidates_) {

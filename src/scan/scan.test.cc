@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -182,6 +183,54 @@ TEST(ScanSeams, ThePipelineGivesWhatOneThreadGives) {
   expect_same(one, run(1, 2048), "one thread, small chunks");
   expect_same(one, run(2, 2048), "two threads");
   expect_same(one, run(4, 1024), "four threads");
+}
+
+// Lines of a progress shape that no pattern can match are left out of the matcher (after
+// ScanOptions::skip_matching_after lines): the events and statistics are those of matching
+// every line, on real runs whose progress lines carry nan, inf and loss-scale events.
+TEST(ScanSeams, LinesLeftUnmatchedGiveTheSameEvents) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FF_SOURCE_DIR) + "/tests/data"))
+    if (e.path().extension() == ".log") names.push_back(e.path().string());
+  for (const std::string& name : kRuns) names.push_back(path_of(name));
+  std::sort(names.begin(), names.end());
+  ASSERT_GE(names.size(), 8u);
+  // And a run whose progress-shaped lines are also failures' symptoms: DeepSpeed's loss
+  // scaler lines (its format string, deepspeed/runtime/fp16/loss_scaler.py) are read as the
+  // new loss scale and are the overflow entry's hits.
+  std::string ds;
+  for (int step = 1, scale = 65536; step <= 400; ++step) {
+    ds += "[2024-03-01 10:12:41,118] [INFO] [logging.py:96:log_dist] [Rank 0] step=" + std::to_string(step) +
+          ", skipped=" + std::to_string(step / 10) + ", lr=[0.0001], mom=[(0.9, 0.999)]\n";
+    if (step % 10 == 0 && scale > 1) {
+      ds += "[2024-03-01 10:12:41,118] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+            "Skipping step. Attempted loss scale: " + std::to_string(scale) + ", reducing to " +
+            std::to_string(scale / 2) + "\n";
+      scale /= 2;
+    }
+  }
+  ds += "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n";
+  names.push_back("");  // the run above
+  for (const std::string& name : names) {
+    std::ifstream in(name, std::ios::binary);
+    std::ostringstream text;
+    if (name.empty())
+      text << ds;
+    else
+      text << in.rdbuf();
+    // Small chunks are matched line by line, large ones in one joined pass.
+    for (size_t chunk : {size_t{4096}, size_t{2} << 20}) {
+      auto run = [&](uint64_t after) {
+        ScanOptions o;
+        o.chunk_bytes = chunk;
+        o.skip_matching_after = after;
+        CollectSink sink;
+        JobStats job = scan_text(engine(), name, text.str(), sink, o);
+        return outcome_of(sink, job);
+      };
+      expect_same(run(UINT64_MAX), run(0), name + ": shapes left unmatched from the first line");
+    }
+  }
 }
 
 TEST(ScanSeams, ALineWithoutItsOwnTimeInheritsItsStreamsLastTime) {

@@ -313,11 +313,19 @@ class LineWorker {
   // per shape id): a traceback start or a summary header (their texts hold no number, so
   // only if the shape's text has one of them), and a message with residue glued to it
   // (only if the text holds a glue byte: no byte of a number is one, see glue_in_numbers_).
+  // And whether no pattern can match a line of the shape (match::Database::
+  // may_match_between_numbers): such lines are left out of the matcher's pass.
   struct ShapeFlags {
     uint32_t id = 0;  // 0: none
     bool may_mark = false, may_glue = false;
+    int8_t match_free = -1;  // -1: not asked yet
   };
-  const ShapeFlags& shape_flags(uint32_t id);
+  ShapeFlags& shape_flags(uint32_t id);
+  // Whether a line of this kept shape needs no matching (asked only once this worker has
+  // read ScanOptions::skip_matching_after lines: the atoms, when not cached, cost a tenth
+  // of a second, which short inputs never pay).
+  bool match_free(uint32_t shape);
+  uint64_t lines_read_ = 0;
 
   struct PerRank {
     bool seen = false, name_rank = false, node_fact = false;
@@ -366,8 +374,9 @@ class LineWorker {
   std::vector<PerRank> per_rank_;
   std::unordered_map<uint32_t, uint64_t> local_hits_;
   std::unordered_set<PidKey, PidKeyHash, PidKeyEq> pid_facts_;
-  std::string joined_;          // the chunk's messages, each ended by '\n'
+  std::string joined_;          // the chunk's messages that need matching, each ended by '\n'
   std::vector<uint32_t> ends_;  // offset of each message's '\n' in joined_
+  std::vector<uint32_t> joined_lines_;  // the chunk's line of each message in joined_
   std::vector<uint32_t> candidates_, hit_lines_;
 };
 
