@@ -133,5 +133,25 @@ TEST(KbExamples, KbCheckFailsOnANameAbsentFromTheTables) {
     if (r.name == "names.exist") EXPECT_EQ(r.failed, 5u) << all;
 }
 
+// A verify must read its state where the state exists (kb/formats/lint.yaml
+// verify_not_yet): Lightning's batch counts read in on_fit_start are not counted yet.
+TEST(KbExamples, KbCheckFailsOnAVerifyReadBeforeItsStateExists) {
+  Options opt;
+  opt.no_cache = true;
+  auto loaded = load_everything(opt, true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  kb::KnowledgeBase planted = *loaded->kb;
+  kb::Entry* e = nullptr;
+  for (auto& x : planted.entries)
+    if (x.id == "lightning.data.limit-batches-too-small") e = &x;
+  ASSERT_NE(e, nullptr);
+  e->verify_expect = "in `on_fit_start` of a callback; every count is at least 1";
+  KbCheckReport rep = check_kb(planted, *loaded->engine);
+  std::string all;
+  for (const auto& p : rep.problems) all += p + "\n";
+  EXPECT_NE(all.find("verify reads num_val_batches in on_fit_start, where it does not exist yet"), std::string::npos)
+      << all;
+}
+
 }  // namespace
 }  // namespace ff::app
