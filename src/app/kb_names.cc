@@ -239,7 +239,7 @@ std::vector<Use> uses_in(std::string_view text, const std::string& field, const 
     // "key": in a DeepSpeed config
     if (deepspeed_config && text[i] == '"') {
       size_t j = text.find('"', i + 1);
-      if (j == std::string_view::npos) break;
+      if (j == std::string_view::npos) continue;  // a lone quote: the rest is still read
       size_t k = j + 1;
       while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
       std::string_view key = text.substr(i + 1, j - i - 1);
