@@ -166,10 +166,11 @@ std::vector<Use> uses_in(std::string_view text, const std::string& field, const 
   std::optional<Program> field_program;
   if (auto it = d.programs.find(field); it != d.programs.end()) field_program = it->second;
   std::vector<Use> out;
-  for (size_t i = 0; i + 3 < text.size(); ++i) {
+  for (size_t i = 0; i < text.size(); ++i) {
     char prev = i ? text[i - 1] : ' ';
     // --flag
-    if (text[i] == '-' && text[i + 1] == '-' && std::isalpha(static_cast<unsigned char>(text[i + 2])) &&
+    if (i + 2 < text.size() && text[i] == '-' && text[i + 1] == '-' &&
+        std::isalpha(static_cast<unsigned char>(text[i + 2])) &&
         !word_char(prev) && prev != '-' && prev != '.' && prev != '/') {
       size_t j = i + 2;
       while (j < text.size() && (word_char(text[j]) || text[j] == '-' || text[j] == '.')) ++j;
