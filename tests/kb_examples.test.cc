@@ -129,8 +129,11 @@ TEST(KbExamples, KbCheckFailsOnANameAbsentFromTheTables) {
   EXPECT_FALSE(has("--my-own-flag")) << all;    // train.py's own
   EXPECT_FALSE(has("--my-srun-flag")) << all;   // srun's: another program
   EXPECT_FALSE(has("SLURM_JOB_ID")) << all;     // Slurm's prefix is not checked
-  for (const auto& r : rep.rules)
-    if (r.name == "names.exist") EXPECT_EQ(r.failed, 5u) << all;
+  for (const auto& r : rep.rules) {
+    if (r.name == "names.exist") {
+      EXPECT_EQ(r.failed, 5u) << all;
+    }
+  }
 }
 
 // A verify must read its state where the state exists (kb/formats/lint.yaml
