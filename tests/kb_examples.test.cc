@@ -85,5 +85,76 @@ TEST(KbExamples, EveryVerifyCommandParses) {
   EXPECT_GT(python, 0u);
 }
 
+// kb check's rule names.exist (kb/README.md, "Names that exist"): a flag, a variable or a
+// DeepSpeed config key that no table of kb/names holds fails kb check, with the entry's file
+// and line and the nearest real names; a script's own flags and variables of prefixes that
+// are not checked (Slurm's) pass.
+TEST(KbExamples, KbCheckFailsOnANameAbsentFromTheTables) {
+  Options opt;
+  opt.no_cache = true;
+  auto loaded = load_everything(opt, true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  kb::KnowledgeBase planted = *loaded->kb;
+  kb::Entry* e = nullptr;
+  for (auto& x : planted.entries)
+    if (x.id == "megatron.numerics.nan-in-loss") e = &x;
+  ASSERT_NE(e, nullptr);
+  // The real KB passes the rule, and it looked at many names.
+  KbCheckReport clean = check_kb(planted, *loaded->engine);
+  const RuleCount* rule = nullptr;
+  for (const auto& r : clean.rules)
+    if (r.name == "names.exist") rule = &r;
+  ASSERT_NE(rule, nullptr);
+  EXPECT_GT(rule->checked, 1000u);
+  EXPECT_EQ(rule->failed, 0u);
+  for (const auto& p : clean.problems) EXPECT_EQ(p.find("names.exist"), std::string::npos) << p;
+
+  e->code_examples["megatron"] += "--tensor-model-paralel-size 2 --check-for-nan-in-loss-and-grad\n";
+  e->fix.push_back("Export `NCCL_SOCKET_IFNAMES=eth0` and run `python train.py --my-own-flag` under `srun --my-srun-flag`; "
+                   "`SLURM_JOB_ID` says which job.");
+  e->code_examples["deepspeed"] = R"({"zero_optimization": {"stage": 3, "overlap_com": true}})";
+  e->fix.push_back("Set `zero_optimization.stage3_prefetch_bucket` lower.");
+  KbCheckReport rep = check_kb(planted, *loaded->engine);
+  std::string all;
+  for (const auto& p : rep.problems) all += p + "\n";
+  auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("megatron/nan-in-loss.yaml:")) << all;
+  EXPECT_TRUE(has("flag '--tensor-model-paralel-size' is not in the table of megatron")) << all;
+  EXPECT_TRUE(has("did you mean --tensor-model-parallel-size")) << all;
+  EXPECT_TRUE(has("flag '--check-for-nan-in-loss-and-grad'")) << all;
+  EXPECT_TRUE(has("variable 'NCCL_SOCKET_IFNAMES'")) << all;
+  EXPECT_TRUE(has("did you mean NCCL_SOCKET_IFNAME")) << all;
+  EXPECT_TRUE(has("config 'overlap_com'")) << all;
+  EXPECT_TRUE(has("config 'stage3_prefetch_bucket'")) << all;
+  EXPECT_FALSE(has("--my-own-flag")) << all;    // train.py's own
+  EXPECT_FALSE(has("--my-srun-flag")) << all;   // srun's: another program
+  EXPECT_FALSE(has("SLURM_JOB_ID")) << all;     // Slurm's prefix is not checked
+  for (const auto& r : rep.rules) {
+    if (r.name == "names.exist") {
+      EXPECT_EQ(r.failed, 5u) << all;
+    }
+  }
+}
+
+// A verify must read its state where the state exists (kb/formats/lint.yaml
+// verify_not_yet): Lightning's batch counts read in on_fit_start are not counted yet.
+TEST(KbExamples, KbCheckFailsOnAVerifyReadBeforeItsStateExists) {
+  Options opt;
+  opt.no_cache = true;
+  auto loaded = load_everything(opt, true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  kb::KnowledgeBase planted = *loaded->kb;
+  kb::Entry* e = nullptr;
+  for (auto& x : planted.entries)
+    if (x.id == "lightning.data.limit-batches-too-small") e = &x;
+  ASSERT_NE(e, nullptr);
+  e->verify_expect = "in `on_fit_start` of a callback; every count is at least 1";
+  KbCheckReport rep = check_kb(planted, *loaded->engine);
+  std::string all;
+  for (const auto& p : rep.problems) all += p + "\n";
+  EXPECT_NE(all.find("verify reads num_val_batches in on_fit_start, where it does not exist yet"), std::string::npos)
+      << all;
+}
+
 }  // namespace
 }  // namespace ff::app

@@ -129,6 +129,7 @@ KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, 
     rep.problems.push_back("formats/sources: sample does not match: " + bad);
   }
   check_pages(kb, rep, strict_pages);
+  check_names(kb, rep, strict_pages);
   return rep;
 }
 

@@ -60,6 +60,10 @@ struct KbCheckReport {
 KbCheckReport check_kb(const kb::KnowledgeBase& kb, const scan::Engine& engine, bool strict_pages = false);
 // The page rules (kb_lint.cc; kb/README.md "The page"), run by check_kb.
 void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages);
+// The rule names.exist (kb_names.cc; kb/README.md "Names that exist"): the flags, variables
+// and DeepSpeed config keys an entry's fix, verify, FAQ and code examples name are in the
+// embedded tables kb/names/*.tsv. Run by check_kb.
+void check_names(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages);
 
 // The entry that wins a line among all KB hits (highest priority, then longest match,
 // then id); empty when nothing matches.

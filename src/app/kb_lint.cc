@@ -3,6 +3,7 @@
 // renders, its tags join it to other entries, and its GitHub links name real branches.
 // The data the rules read is kb/formats/lint.yaml and kb/formats/tags.yaml.
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -67,6 +68,23 @@ bool is_tag_or_commit(std::string_view ref) {
   return hex || std::any_of(ref.begin(), ref.end(), [](char c) { return std::isdigit((unsigned char)c); });
 }
 
+// lint.yaml `verify_not_yet:` (state a verify reads -> "hook: why"), read from the embedded
+// file by kb check alone: a diagnosis never needs it, so it stays out of the cached model.
+std::map<std::string, std::string> verify_not_yet() {
+  std::map<std::string, std::string> out;
+  for (const auto& f : kb::embedded_files()) {
+    if (!ends_with(f.path, "formats/lint.yaml")) continue;
+    try {
+      YAML::Node n = YAML::Load(f.content)["verify_not_yet"];
+      if (n && n.IsMap())
+        for (const auto& kv : n) out[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    } catch (const YAML::Exception&) {
+      // the loader reports a broken lint.yaml with its line
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // Over 80 lines: one pass over the entries applies every page rule to each entry, the rules
@@ -74,6 +92,7 @@ bool is_tag_or_commit(std::string_view ref) {
 // walk the entries and rebuild them again.
 void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pages) {
   const kb::LintData& lint = kb.lint;
+  const auto not_yet = verify_not_yet();
   // The bundled entries (their file is an embedded path) must have their page; a --kb
   // entry only warns unless strict_pages.
   std::set<std::string> bundled;
@@ -131,9 +150,21 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
                          fw, fw));
 
     ++verify.checked;
+    // The state a verify reads must exist where expect says to run it (lint.yaml
+    // verify_not_yet): Lightning's batch counts are set after on_fit_start.
+    auto check_not_yet = [&](const kb::Entry& x) {
+      for (const auto& [state, hook_why] : not_yet) {
+        std::string_view hook = std::string_view(hook_why).substr(0, hook_why.find(':'));
+        if (x.verify.find(state) != std::string::npos && x.verify_expect.find(hook) != std::string::npos)
+          fail(verify, x,
+               fmt::format("verify reads {} in {}, where it does not exist yet ({})", state, hook,
+                           trim(std::string_view(hook_why).substr(hook.size() + 1))));
+      }
+    };
     if (e.verify_where.empty()) {
       fail(verify, e, "verify is a plain string: give {where, command, expect}");
     } else if (e.verify_where == "in-process") {
+      check_not_yet(e);
       std::string prog = first_program(e.verify);
       if (in(lint.commands, prog) && prog != "print")
         fail(
@@ -146,6 +177,7 @@ void check_pages(const kb::KnowledgeBase& kb, KbCheckReport& rep, bool strict_pa
       if (!in(lint.commands, prog))
         fail(verify, e,
              fmt::format("verify.command does not start with a program (first word '{}'; lint.yaml commands)", prog));
+      check_not_yet(e);
       for (const auto& call : lint.per_process_state)
         if (e.verify.find(call) != std::string::npos)
           fail(

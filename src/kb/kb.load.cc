@@ -75,6 +75,9 @@ int first_invalid_utf8_line(std::string_view s) {
 void load_file(const File& f, KnowledgeBase& kb, std::vector<Error>& errors,
                std::map<std::string, std::string>& id_files, bool is_override,
                std::map<std::string, std::string>& override_files) {
+  // The names tables (kb/names/*.tsv) are embedded beside the YAML for `kb check`
+  // (app/kb_names.cc); they are no entries.
+  if (!ends_with(f.path, ".yaml") && !ends_with(f.path, ".yml")) return;
   // Every text of the KB is shown and written as UTF-8 (JSON output cannot hold anything
   // else: nlohmann throws on it); a file that is not is refused, saying where.
   if (int line = first_invalid_utf8_line(f.content); line > 0) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""tools/kb-sources --check-notes on a fixture (issue 34, item 2): a "not found verbatim"
+note whose text is in the source, split across string literals (Python's implicit
+concatenation across lines, an f-string's literal parts, adjacent C literals around a
+format macro), is flagged as false; a note whose text is nowhere is not. The fixture's
+source folder is made a git repository in a temporary folder; nothing is fetched."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, "..", "..", "tools", "kb-sources")
+
+with tempfile.TemporaryDirectory() as tmp:
+    work = os.path.join(tmp, "fake")
+    shutil.copytree(os.path.join(HERE, "src"), os.path.join(work, "src"))
+    git = ["git", "-C", work, "-c", "user.name=fixture", "-c", "user.email=fixture@invalid", "-c", "commit.gpgsign=false"]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "fixture"]):
+        subprocess.run(git + cmd, check=True)
+    r = subprocess.run([sys.executable, TOOL, "--check-notes", "--kb", os.path.join(HERE, "kb"),
+                        "--repo", f"fake/fake={os.path.join(work, '.git')}=fake"], capture_output=True, text=True)
+out = r.stdout + r.stderr
+failures = []
+if r.returncode != 1:
+    failures.append(f"exit status {r.returncode}, expected 1")
+for pid, where in (("joined-python", "src/launcher.py:6"), ("joined-fstring", "src/launcher.py:9"),
+                   ("joined-c", "src/transport.c:5")):
+    line = next((l for l in out.splitlines() if f": {pid}: the note says" in l), "")
+    if where not in line:
+        failures.append(f"{pid}: not flagged at {where}")
+if "really-absent: the note says" in out:
+    failures.append("really-absent: flagged, but its text is in no file")
+if "3 'not found verbatim' notes are false" not in out:
+    failures.append("the count of false notes is not 3")
+if failures:
+    print(out)
+    print("\n".join(failures))
+    sys.exit(1)
+print("kb-sources --check-notes: 3 false notes flagged, the true one kept")

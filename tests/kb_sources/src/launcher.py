@@ -1,0 +1,10 @@
+# A fake upstream source for tests/kb_sources/run.py: messages written as several string
+# literals that Python joins.
+def check(port, rank):
+    if port < 0:
+        raise ValueError(
+            "The rendezvous port is out of range; "
+            "pick a port between 1024 and 65535"
+        )
+    raise RuntimeError(f"Rank {rank} lost its heartbeat "
+                       f"after {port} seconds of silence")
