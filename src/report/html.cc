@@ -259,6 +259,13 @@ std::string number(double v) {
   return fmt::format("{:.4g}", v);
 }
 
+// An axis tick's label: a whole number as written (step 10198, not 1.02e+04), else three
+// significant digits (0.000488).
+std::string tick_number(double v) {
+  if (std::abs(v) < 1e7 && v == std::round(v)) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
 // A series' label: its rank, or what stands for a series with no rank (never "rank -1").
 std::string rank_label(std::optional<int> rank) {
   if (!rank) return "all ranks";
@@ -289,11 +296,11 @@ struct Axis {
     return out;
   }
   std::string label(double mapped) const {
-    if (base == 0) return number(mapped);
+    if (base == 0) return tick_number(mapped);
     const double v = std::pow(base, mapped);
     if (base == 10 && std::abs(mapped - std::round(mapped)) < 1e-9 && std::abs(mapped) >= 4)
       return fmt::format("1e{}", static_cast<int>(std::round(mapped)));
-    return number(v);
+    return tick_number(v);
   }
 };
 
@@ -387,8 +394,8 @@ std::string plot_svg(const analyze::MetricSummary& m, const PlotData& data, cons
   Axis xs{0, x0, x1};
   for (double s : xs.ticks()) {
     svg += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/><text x=\"{0:.1f}\" "
-                       "y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                       X(s), hgt - b, hgt - b + 4, hgt - b + 16, number(s));
+                       "y=\"{3}\" text-anchor=\"{5}\">{4}</text>\n",
+                       X(s), hgt - b, hgt - b + 4, hgt - b + 16, tick_number(s), X(s) > w - r - 30 ? "end" : "middle");
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">step</text>\n", w - r, hgt - 2);
   svg += fmt::format("<line class=\"axis\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", l, t, hgt - b);
