@@ -71,13 +71,16 @@ svg .pt{fill-opacity:0}svg .pt:hover{fill-opacity:1;stroke:var(--fg);stroke-widt
 svg .mark{fill:var(--bad)}svg .markline{stroke:var(--bad);stroke-dasharray:3 3}
 svg .floorline{stroke:var(--warn);stroke-width:1.2;stroke-dasharray:6 3}svg .floor text{fill:var(--warn)}
 svg .nonfinite text{fill:var(--bad);font-weight:600}
-.plots{display:block}.plot{margin:.4rem 0 1.4rem;overflow-x:auto}.plot svg{min-width:34rem}
+.plots{display:block}.plot{margin:.4rem 0 1.4rem}
+/* On a phone a plot keeps a readable size and scrolls inside its box, opened at its right
+   end: the latest steps, where a run fails (a right-to-left box starts scrolled there). */
+.plot-scroll{overflow-x:auto;direction:rtl}.plot-scroll svg{direction:ltr;min-width:34rem}
 .plot h3{font-size:.95rem;margin:.2rem 0}
 .legend{display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;list-style:none;padding:0;margin:.2rem 0;font-size:13px}
 .sw{display:inline-block;width:1.3em;height:.32em;margin-right:.4em;vertical-align:middle;border-radius:2px}
 .sw.nf{background:var(--bad);width:.6em;height:.6em;border-radius:50%}
 .timeline-box{overflow-x:auto}.timeline-box svg{min-width:34rem}
-@media print{body{max-width:none}svg .pt{display:none}.plot,.timeline-box{overflow:visible}.plot svg,.timeline-box svg{min-width:0}figure{break-inside:avoid}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
+@media print{body{max-width:none}svg .pt{display:none}.plot-scroll,.timeline-box{overflow:visible}.plot-scroll svg,.timeline-box svg{min-width:0}figure{break-inside:avoid}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
 )css";
 
 std::string evidence_ref(const Evidence& e) { return fmt::format("{}:{}", h(e.source), e.line); }
@@ -628,7 +631,7 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
       plotted = fmt::format(", plotted for rank {}", *m.points_rank);
     }
     plots += fmt::format(
-        "<figure class=\"plot\"><h3>{}{}</h3>{}{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
+        "<figure class=\"plot\"><h3>{}{}</h3><div class=\"plot-scroll\">{}</div>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
         "min {}, max {}{}</figcaption></figure>\n",
         h(m.name),
         axis.base == 0 ? "" : fmt::format(" <span class=\"muted\">(log{} axis)</span>", axis.base),
