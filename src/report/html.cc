@@ -125,6 +125,7 @@ struct TimelineX {
   std::vector<double> x;                                // per event, in [0, 1]
   std::vector<std::pair<double, std::string>> ticks;    // (x in [0, 1], label)
   bool by_time = false;
+  bool some_times = false;  // by order although some events have times (they do not compare)
 };
 TimelineX timeline_x(const Diagnosis& d) {
   const size_t n = d.timeline.size();
@@ -144,6 +145,7 @@ TimelineX timeline_x(const Diagnosis& d) {
     last = t1 = at[i]->seconds;
   }
   if (!forward || t1 <= t0) {
+    out.some_times = timed > 0;
     for (size_t i = 0; i < n; ++i) out.x.push_back((static_cast<double>(i) + 0.5) / static_cast<double>(n));
     return out;
   }
@@ -248,8 +250,8 @@ std::string timeline_svg(const Diagnosis& d) {
   } else {
     svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">first</text>", left, axis_y + 16);
     if (n > 1)
-      svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">last (in order; times not comparable)</text>",
-                         width - right, axis_y + 16);
+      svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">last (in order{})</text>", width - right,
+                         axis_y + 16, tx.some_times ? "; the times written do not compare" : ": no times written");
   }
   svg += "\n</svg>\n";
   return svg;
