@@ -220,6 +220,11 @@ class ServeTest : public ::testing::Test {
     c.set_read_timeout(30, 0);
     return c;
   }
+  // A text diagnosed and kept (?keep=1, plus `query`): the id of its report, "" if none.
+  std::string keep(const std::string& body, const std::string& query = "") {
+    auto res = client().Post("/api/diagnose?keep=1" + query, body, "text/plain");
+    return res ? res->get_header_value("X-Firstfault-Report") : "";
+  }
   static uint64_t sum_of(const std::string& s) {
     uint64_t sum = 0;
     for (unsigned char ch : s) sum = sum * 31 + ch;
@@ -296,9 +301,7 @@ TEST_F(ServeTest, Issue31AFormFieldWithoutAFileNameIsNotALog) {
 
 TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   start();
-  auto res = client().Post("/api/diagnose?keep=1", "a line\n", "text/plain");
-  ASSERT_TRUE(res);
-  const std::string id = res->get_header_value("X-Firstfault-Report");
+  const std::string id = keep("a line\n");
   ASSERT_EQ(id.size(), 32u);
   auto html = client().Get("/report/" + id + ".html");
   ASSERT_TRUE(html);
@@ -320,9 +323,7 @@ TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
 // after the log.
 TEST_F(ServeTest, Issue33AReportHasAnAddressAndDownloadsNamedAfterTheLog) {
   start();
-  auto res = client().Post("/api/diagnose?keep=1&name=node3%20train.log.gz", "a line\n", "text/plain");
-  ASSERT_TRUE(res);
-  const std::string id = res->get_header_value("X-Firstfault-Report");
+  const std::string id = keep("a line\n", "&name=node3%20train.log.gz");
   ASSERT_EQ(id.size(), 32u);
   auto page = client().Get("/report/" + id);
   ASSERT_TRUE(page);
