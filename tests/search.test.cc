@@ -35,6 +35,25 @@ nlohmann::json search_json(const std::string& query, int limit = 5) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+// Issue 33: the JSON counts the good matches ("relevant"): every pattern match and the
+// keyword hits scoring at least 0.4 of the best keyword hit (site::KeywordIndex::kRelevant,
+// the cut-off search.js applies), a prefix of the ranking.
+TEST(Search, Issue33RelevantCountsTheGoodMatches) {
+  auto j = search_json("nccl timeout", 0);
+  ASSERT_FALSE(j.is_discarded());
+  const size_t relevant = j["relevant"].get<size_t>(), total = j["total"].get<size_t>();
+  EXPECT_GT(relevant, 0u);
+  EXPECT_LT(relevant, total);
+  double best = -1;
+  for (size_t i = 0; i < j["results"].size(); ++i) {
+    const auto& r = j["results"][i];
+    if (r["match"] != "keywords") continue;
+    const double score = r["score"].get<double>();
+    if (best < 0) best = score;
+    EXPECT_EQ(i < relevant, score >= best * 0.4 - 1e-6) << i << " " << r.dump();
+  }
+}
+
 TEST(Search, PastedRawNcclLineRanksItsPatternEntryFirst) {
   auto j = search_json(
       "[rank3]:[E1120 10:11:12.345678 140 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "

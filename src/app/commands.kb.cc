@@ -300,8 +300,8 @@ int run_site(const Options& opt) {
                "firstfault: {} pattern(s) use RE2 syntax JavaScript cannot express; the site's search finds their "
                "entries by keywords only\n",
                stats->js_patterns_skipped);
-  fmt::print("wrote {} files: {} entry pages, {} framework hubs, {} tag pages\nopen {}\n", stats->files, stats->entries,
-             stats->frameworks, stats->tags,
+  fmt::print("wrote {} files: {} entry pages, {} category pages, {} framework hubs, {} tag pages\nopen {}\n",
+             stats->files, stats->entries, stats->categories, stats->frameworks, stats->tags,
              escape_for_terminal((std::filesystem::path(opt.out_dir) / "index.html").string()));
   return 0;
 }

@@ -103,11 +103,24 @@ std::vector<SearchResult> rank_search(const Loaded& loaded, const site::KeywordI
   return results;
 }
 
+// The good matches among the ranked results: every pattern match, and the keyword hits
+// above site::KeywordIndex::kRelevant of the best one (search.js counts them alike).
+size_t relevant_count(const std::vector<SearchResult>& results) {
+  size_t patterns = 0;
+  std::vector<double> scores;
+  for (const auto& r : results) {
+    if (r.match == "pattern") ++patterns;
+    else scores.push_back(r.score);
+  }
+  return patterns + site::KeywordIndex::relevant(scores);
+}
+
 nlohmann::ordered_json results_json(const kb::KnowledgeBase& kb, std::string_view text,
-                                    const std::vector<SearchResult>& results, size_t total) {
+                                    const std::vector<SearchResult>& results, size_t total, size_t relevant) {
   nlohmann::ordered_json j;
   j["query"] = text;
   j["total"] = total;
+  j["relevant"] = relevant;
   auto& arr = j["results"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     const SearchResult& r = results[i];
@@ -140,8 +153,9 @@ nlohmann::ordered_json search_json(const Loaded& loaded, const site::KeywordInde
                                    size_t limit) {
   std::vector<SearchResult> results = rank_search(loaded, index, text);
   const size_t total = results.size();
+  const size_t relevant = relevant_count(results);
   if (limit > 0 && results.size() > limit) results.resize(limit);
-  return results_json(*loaded.kb, text, results, total);
+  return results_json(*loaded.kb, text, results, total, relevant);
 }
 
 int run_search(const Options& opt) {
@@ -157,11 +171,12 @@ int run_search(const Options& opt) {
   const site::KeywordIndex index(kb);
   std::vector<SearchResult> results = rank_search(*loaded, index, text);
   const size_t total = results.size();
+  const size_t relevant = relevant_count(results);
   if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
 
   if (opt.format == "json") {
     std::cout
-        << results_json(kb, text, results, total).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+        << results_json(kb, text, results, total, relevant).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
         << "\n";
   } else if (results.empty()) {
     fmt::print(stderr, "firstfault: no entry matches; try other words (firstfault kb list shows them all)\n");

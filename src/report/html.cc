@@ -7,8 +7,12 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <iterator>
+#include <optional>
+#include <regex>
 #include <set>
 
+#include "base/civil.h"
 #include "base/escape.h"
 #include "base/strings.h"
 #include "report/format.h"
@@ -28,9 +32,11 @@ std::string h(std::string_view s) { return escape_html(s); }
 
 const char* const kCss = R"css(
 :root{--bg:#fff;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--card:#f6f8fa;--bad:#cf222e;--ok:#1a7f37;--warn:#9a6700;
---root:#cf222e;--collateral:#8c959f;--symptom:#bf8700;--context:#0969da;--plot:#0969da}
+--root:#cf222e;--collateral:#8c959f;--symptom:#bf8700;--context:#0969da;--plot:#0969da;
+--c0:#0969da;--c1:#bf3989;--c2:#1a7f37;--c3:#bc4c00;--c4:#8250df;--c5:#0a7d8c;--c6:#9a6700;--c7:#57606a}
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;--line:#30363d;--card:#161b22;
---bad:#ff7b72;--ok:#3fb950;--warn:#d29922;--root:#ff7b72;--collateral:#6e7681;--symptom:#d29922;--context:#58a6ff;--plot:#58a6ff}}
+--bad:#ff7b72;--ok:#3fb950;--warn:#d29922;--root:#ff7b72;--collateral:#6e7681;--symptom:#d29922;--context:#58a6ff;--plot:#58a6ff;
+--c0:#58a6ff;--c1:#f778ba;--c2:#3fb950;--c3:#f0883e;--c4:#bc8cff;--c5:#39c5cf;--c6:#d29922;--c7:#8b949e}}
 *{box-sizing:border-box}
 body{margin:0 auto;max-width:60rem;padding:1rem;background:var(--bg);color:var(--fg);
 font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;overflow-wrap:anywhere}
@@ -53,15 +59,116 @@ svg{width:100%;height:auto;display:block}
 svg text{fill:var(--muted);font:11px system-ui,sans-serif}
 svg .lane{stroke:var(--line)}svg .axis{stroke:var(--line)}
 svg .root{fill:var(--root)}svg .collateral{fill:var(--collateral)}svg .symptom{fill:var(--symptom)}
-svg .context{fill:var(--context)}svg .series{fill:none;stroke:var(--plot);stroke-width:1.5}
-svg .c1{stroke:#bf3989}svg .c2{stroke:#1a7f37}svg .c3{stroke:#9a6700}svg .c4{stroke:#8250df}
-svg .c5{stroke:#0550ae}svg .c6{stroke:#bc4c00}svg .c7{stroke:#57606a}svg .mark{fill:var(--bad)}svg .markline{stroke:var(--bad);stroke-dasharray:3 3}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:.8rem}
+svg .context{fill:var(--context)}svg .series{fill:none;stroke-width:1.6;stroke-linejoin:round}
+svg .grid{stroke:var(--line);stroke-dasharray:2 3}svg .tick{stroke:var(--line)}
+svg .series.c0{stroke:var(--c0)}svg .series.c1{stroke:var(--c1)}svg .series.c2{stroke:var(--c2)}svg .series.c3{stroke:var(--c3)}
+svg .series.c4{stroke:var(--c4)}svg .series.c5{stroke:var(--c5)}svg .series.c6{stroke:var(--c6)}svg .series.c7{stroke:var(--c7)}
+svg .pts.c0,.sw.c0{fill:var(--c0);background:var(--c0)}svg .pts.c1,.sw.c1{fill:var(--c1);background:var(--c1)}
+svg .pts.c2,.sw.c2{fill:var(--c2);background:var(--c2)}svg .pts.c3,.sw.c3{fill:var(--c3);background:var(--c3)}
+svg .pts.c4,.sw.c4{fill:var(--c4);background:var(--c4)}svg .pts.c5,.sw.c5{fill:var(--c5);background:var(--c5)}
+svg .pts.c6,.sw.c6{fill:var(--c6);background:var(--c6)}svg .pts.c7,.sw.c7{fill:var(--c7);background:var(--c7)}
+svg .pt{fill-opacity:0}svg .pt:hover{fill-opacity:1;stroke:var(--fg);stroke-width:1}
+svg .mark{fill:var(--bad)}svg .markline{stroke:var(--bad);stroke-dasharray:3 3}
+svg .floorline{stroke:var(--warn);stroke-width:1.2;stroke-dasharray:6 3}svg .floor text{fill:var(--warn)}
+svg .nonfinite text{fill:var(--bad);font-weight:600}
+.plots{display:block}.plot{margin:.4rem 0 1.4rem}
+/* On a phone a plot keeps a readable size and scrolls inside its box, opened at its right
+   end: the latest steps, where a run fails (a right-to-left box starts scrolled there). */
+.plot-scroll{overflow-x:auto;direction:rtl}.plot-scroll svg{direction:ltr;min-width:34rem}
 .plot h3{font-size:.95rem;margin:.2rem 0}
-@media print{body{max-width:none}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
+.legend{display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;list-style:none;padding:0;margin:.2rem 0;font-size:13px}
+.sw{display:inline-block;width:1.3em;height:.32em;margin-right:.4em;vertical-align:middle;border-radius:2px}
+.sw.nf{background:var(--bad);width:.6em;height:.6em;border-radius:50%}
+.timeline-box{overflow-x:auto}.timeline-box svg{min-width:34rem}
+@media print{body{max-width:none}svg .pt{display:none}.plot-scroll,.timeline-box{overflow:visible}.plot-scroll svg,.timeline-box svg{min-width:0}figure{break-inside:avoid}details{display:block}details>*{display:block}.banner{border:1px solid #000}}
 )css";
 
 std::string evidence_ref(const Evidence& e) { return fmt::format("{}:{}", h(e.source), e.line); }
+
+// A time as the log wrote it ("2026-11-30 10:20:56,373", "2026-11-30T10:20:56.373Z",
+// "Nov 30 10:20:56", "10:20:56") as seconds: since 1970 when it has a date, since its
+// midnight when not (`dated` says which); nullopt when it holds no time of day.
+struct Instant {
+  double seconds = 0;
+  bool dated = false;
+};
+std::optional<Instant> instant_of(const std::string& text) {
+  static const std::regex re(R"((?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?)");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return std::nullopt;
+  auto num = [&](int i) { return std::stod(m[i].str()); };
+  Instant t;
+  t.seconds = num(4) * 3600 + num(5) * 60 + num(6);
+  if (m[7].matched) t.seconds += std::stod("0." + m[7].str());
+  if (m[1].matched) {
+    t.dated = true;
+    t.seconds += 86400.0 * static_cast<double>(days_from_civil(static_cast<int>(num(1)), static_cast<int>(num(2)),
+                                                                 static_cast<int>(num(3))));
+  }
+  return t;
+}
+
+// A tick's label: the time of day, with milliseconds when the ticks are closer than a second.
+std::string clock_label(double seconds, bool millis) {
+  double day = std::fmod(seconds, 86400.0);
+  if (day < 0) day += 86400.0;
+  const auto whole = static_cast<int64_t>(std::floor(day + 1e-9));
+  std::string out = fmt::format("{:02}:{:02}:{:02}", whole / 3600, whole / 60 % 60, whole % 60);
+  if (millis) out += fmt::format(".{:03}", static_cast<int>(std::round((day - static_cast<double>(whole)) * 1000)) % 1000);
+  return out;
+}
+
+// The timeline's x positions: by time when the events' times can be read and go forward
+// in the timeline's order (an event without a time sits just after the last one with a
+// time), else by order. Gives the axis's ticks (x, label) too.
+struct TimelineX {
+  std::vector<double> x;                                // per event, in [0, 1]
+  std::vector<std::pair<double, std::string>> ticks;    // (x in [0, 1], label)
+  bool by_time = false;
+  bool some_times = false;  // by order although some events have times (they do not compare)
+};
+TimelineX timeline_x(const Diagnosis& d) {
+  const size_t n = d.timeline.size();
+  TimelineX out;
+  std::vector<std::optional<Instant>> at(n);
+  size_t timed = 0, dated = 0;
+  for (size_t i = 0; i < n; ++i) {
+    at[i] = instant_of(d.timeline[i].time);
+    if (at[i]) ++timed, dated += at[i]->dated;
+  }
+  bool forward = timed >= 2 && (dated == 0 || dated == timed);
+  double t0 = 0, t1 = 0, last = -1e300;
+  for (size_t i = 0; i < n && forward; ++i) {
+    if (!at[i]) continue;
+    if (at[i]->seconds < last) forward = false;
+    if (last == -1e300) t0 = at[i]->seconds;
+    last = t1 = at[i]->seconds;
+  }
+  if (!forward || t1 <= t0) {
+    out.some_times = timed > 0;
+    for (size_t i = 0; i < n; ++i) out.x.push_back((static_cast<double>(i) + 0.5) / static_cast<double>(n));
+    return out;
+  }
+  out.by_time = true;
+  const double span = t1 - t0;
+  // Events without a time follow the last one with a time, a little apart.
+  double prev = t0;
+  size_t since = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (at[i]) prev = at[i]->seconds, since = 0;
+    else ++since;
+    out.x.push_back(std::min(1.0, 0.04 + 0.92 * (prev - t0) / span + 0.02 * static_cast<double>(since)));
+  }
+  static constexpr double kSteps[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
+                                      60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400};
+  double step = kSteps[std::size(kSteps) - 1];
+  for (double s : kSteps)
+    if (span / s <= 5) { step = s; break; }
+  for (double v = std::ceil(t0 / step) * step; v <= t1 + step * 1e-6; v += step)
+    out.ticks.emplace_back(0.04 + 0.92 * (v - t0) / span, clock_label(v, step < 1));
+  if (out.ticks.empty()) out.ticks.emplace_back(0.04, clock_label(t0, span < 5));
+  return out;
+}
 
 // The timeline as lanes: one per rank (or per node when no rank is known, and one for the
 // job as a whole: the launcher's lines). With many ranks, the ranks that stand out (the
@@ -102,10 +209,11 @@ std::string timeline_svg(const Diagnosis& d) {
   const double height = top + lane_h * static_cast<double>(lanes.size()) + 26;
   const double span = width - left - right;
   const size_t n = d.timeline.size();
+  const TimelineX tx = timeline_x(d);
   std::string svg = fmt::format(
-      "<svg class=\"timeline\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"timeline of {} events over {} "
+      "<svg class=\"timeline\" data-axis=\"{}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"timeline of {} events over {} "
       "lanes\">\n",
-      width, height, n, lanes.size());
+      tx.by_time ? "time" : "order", width, height, n, lanes.size());
   for (size_t i = 0; i < lanes.size(); ++i) {
     const double y = top + lane_h * (static_cast<double>(i) + 0.5);
     svg += fmt::format(
@@ -115,12 +223,13 @@ std::string timeline_svg(const Diagnosis& d) {
   }
   for (size_t i = 0; i < n; ++i) {
     const auto& t = d.timeline[i];
-    const double x = left + span * (static_cast<double>(i) + 0.5) / static_cast<double>(n);
+    const double x = left + span * tx.x[i];
     std::set<size_t> on;
     if (t.ranks.empty()) on.insert(0);
     for (int r : t.ranks) on.insert(lane_of.count(r) ? lane_of[r] : other_lane);
-    const std::string title =
-        h(fmt::format("{}{} {} x{}: {}", t.time.empty() ? "" : t.time + " ", t.role, t.id, t.count, t.text));
+    const std::string where = t.source.empty() ? "" : fmt::format("{}:{}", t.source, t.line);
+    const std::string title = h(fmt::format("{}{}\n{} {} x{}: {}", t.time.empty() ? "no time written" : t.time,
+                                            where.empty() ? "" : " · " + where, t.role, t.id, t.count, t.text));
     for (size_t lane : on) {
       const double y = top + lane_h * (static_cast<double>(lane) + 0.5);
       svg += fmt::format("<circle class=\"ev {}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}</title></circle>\n",
@@ -130,77 +239,205 @@ std::string timeline_svg(const Diagnosis& d) {
   const double axis_y = top + lane_h * static_cast<double>(lanes.size()) + 4;
   svg += fmt::format("<line class=\"axis\" x1=\"{:.0f}\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\"/>", left, axis_y,
                      width - right, axis_y);
-  auto time_label = [&](size_t i) {
-    return d.timeline[i].time.empty() ? fmt::format("event {}", i + 1) : d.timeline[i].time;
-  };
-  svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">{}</text>", left, axis_y + 16, h(time_label(0)));
-  if (n > 1)
-    svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", width - right, axis_y + 16,
-                       h(time_label(n - 1)));
+  if (tx.by_time) {
+    for (const auto& [fx, label] : tx.ticks) {
+      const double x = left + span * fx;
+      svg += fmt::format(
+          "<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/><text x=\"{0:.1f}\" "
+          "y=\"{3:.1f}\" text-anchor=\"{5}\">{4}</text>",
+          x, axis_y, axis_y + 4, axis_y + 16, h(label), fx > 0.9 ? "end" : "middle");
+    }
+  } else {
+    svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">first</text>", left, axis_y + 16);
+    if (n > 1)
+      svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">last (in order{})</text>", width - right,
+                         axis_y + 16, tx.some_times ? "; the times written do not compare" : ": no times written");
+  }
   svg += "\n</svg>\n";
   return svg;
 }
 
-bool log_axis(const std::string& metric) { return metric.find("scale") != std::string::npos; }
+bool scale_metric(const std::string& metric) { return metric.find("scale") != std::string::npos; }
 
 std::string number(double v) {
   if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
   return fmt::format("{:.4g}", v);
 }
 
-// One metric as a line chart over steps (log2 axis for a loss scale): a line per rank when
-// several ranks have it (so a straggler stands out), the steps where a verdict was read
-// marked.
-std::string plot_svg(const analyze::MetricSummary& m, const std::vector<analyze::Verdict>& verdicts) {
-  const bool log2 = log_axis(m.name);
-  struct Line {
-    std::string label;
-    std::vector<std::pair<double, double>> pts;
-  };
-  std::vector<Line> lines;
-  auto add = [&](std::string label, const std::vector<std::pair<double, double>>& raw) {
-    Line l{std::move(label), {}};
-    for (const auto& [st, v] : raw) {
-      if (!std::isfinite(st) || !std::isfinite(v) || (log2 && v <= 0)) continue;
-      l.pts.emplace_back(st, log2 ? std::log2(v) : v);
+// An axis tick's label: a whole number as written (step 10198, not 1.02e+04), else three
+// significant digits (0.000488).
+std::string tick_number(double v) {
+  if (std::abs(v) < 1e7 && v == std::round(v)) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
+// A series' label: its rank, or what stands for a series with no rank (never "rank -1").
+std::string rank_label(std::optional<int> rank) {
+  if (!rank) return "all ranks";
+  return *rank < 0 ? "no rank" : fmt::format("rank {}", *rank);
+}
+
+// The y axis of a plot: linear, or logarithmic (base 2 for a loss scale, whose values are
+// powers of two; base 10 for a positive series spanning two decades or more, so that a
+// spike to 5e+28 does not flatten everything before it).
+struct Axis {
+  int base = 0;  // 0: linear
+  double lo = 0, hi = 1;
+  double map(double v) const { return base == 0 ? v : std::log(v) / std::log(base); }
+  std::vector<double> ticks() const {  // in mapped units
+    std::vector<double> out;
+    if (base != 0) {
+      const double a = std::floor(lo), b = std::ceil(hi);
+      const double stride = std::max(1.0, std::ceil((b - a) / 6));
+      for (double k = a; k <= b + 1e-9; k += stride)
+        if (k >= lo - 1e-9 && k <= hi + 1e-9) out.push_back(k);
+      if (out.empty()) out = {lo, hi};
+      return out;
     }
-    if (l.pts.size() >= 2) lines.push_back(std::move(l));
+    const double raw = (hi - lo) / 4;
+    const double mag = std::pow(10, std::floor(std::log10(raw)));
+    const double step = raw / mag >= 5 ? 5 * mag : raw / mag >= 2 ? 2 * mag : mag;
+    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push_back(v);
+    return out;
+  }
+  std::string label(double mapped) const {
+    if (base == 0) return tick_number(mapped);
+    const double v = std::pow(base, mapped);
+    if (base == 10 && std::abs(mapped - std::round(mapped)) < 1e-9 && std::abs(mapped) >= 4)
+      return fmt::format("1e{}", static_cast<int>(std::round(mapped)));
+    return tick_number(v);
+  }
+};
+
+struct PlotLine {
+  std::string label;
+  std::vector<std::pair<double, double>> pts;  // (step, value), finite
+};
+
+// The lines a metric is drawn with: one per rank when several ranks have it (so a
+// straggler stands out), else the one series kept; the first non-finite value seen.
+struct PlotData {
+  std::vector<PlotLine> lines;
+  std::optional<std::pair<double, double>> non_finite;  // (step, value)
+  std::string non_finite_of;
+  // The value as text: "nan", "inf", or "non-finite" when the plotted points miss it.
+  std::string non_finite_text() const {
+    return non_finite && !std::isnan(non_finite->second) ? number(non_finite->second)
+           : non_finite && seen_nan                       ? "nan"
+                                                          : "non-finite";
+  }
+  bool seen_nan = false;
+};
+
+PlotData plot_data(const analyze::MetricSummary& m) {
+  PlotData d;
+  auto add = [&](const std::string& label, const std::vector<std::pair<double, double>>& raw) {
+    PlotLine l{label, {}};
+    for (const auto& [st, v] : raw) {
+      if (!std::isfinite(st)) continue;
+      if (!std::isfinite(v)) {
+        d.seen_nan |= std::isnan(v);
+        if (!d.non_finite || st < d.non_finite->first) {
+          d.non_finite = std::make_pair(st, v);
+          d.non_finite_of = label;
+        }
+        continue;
+      }
+      l.pts.emplace_back(st, v);
+    }
+    if (l.pts.size() >= 2) d.lines.push_back(std::move(l));
   };
   if (m.per_rank.size() >= 2) {
-    for (const auto& rp : m.per_rank) add(fmt::format("rank {}", rp.rank), rp.points);
+    for (const auto& rp : m.per_rank) add(rank_label(rp.rank), rp.points);
   }
-  if (lines.size() < 2) {
-    lines.clear();
-    add(m.points_rank ? fmt::format("rank {}", *m.points_rank) : "all ranks", m.points);
+  if (d.lines.size() < 2) {
+    d.lines.clear();
+    add(rank_label(m.points_rank), m.points);
   }
-  if (lines.empty()) return {};
-  double x0 = lines[0].pts[0].first, x1 = x0, y0 = lines[0].pts[0].second, y1 = y0;
-  for (const auto& l : lines) {
-    for (const auto& [x, y] : l.pts) {
-      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  return d;
+}
+
+// Whether every finite value drawn is the same: such a series says nothing as a line.
+bool constant(const PlotData& d) {
+  std::optional<double> first;
+  for (const auto& l : d.lines)
+    for (const auto& p : l.pts) {
+      if (!first) first = p.second;
+      if (p.second != *first) return false;
     }
-  }
+  return true;
+}
+
+// One metric as a line chart over steps, the width of the page: gridlines with values on
+// both axes, a line per rank in the legend's colours, every point titled with its rank,
+// step and value (hover, or a screen reader), the steps where a verdict was read marked,
+// the first non-finite value marked where it happened, and a loss scale's floor (the
+// lowest value it reached) drawn as a line.
+std::string plot_svg(const analyze::MetricSummary& m, const PlotData& data, const Axis& axis_in,
+                     const std::vector<analyze::Verdict>& verdicts) {
+  const auto& lines = data.lines;
+  Axis ax = axis_in;
+  double x0 = lines[0].pts[0].first, x1 = x0;
+  for (const auto& l : lines)
+    for (const auto& p : l.pts) x0 = std::min(x0, p.first), x1 = std::max(x1, p.first);
+  if (data.non_finite) x1 = std::max(x1, data.non_finite->first);
   if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1;
-  const double w = 320, hgt = 150, l = 46, r = 8, t = 8, b = 22;
+  const double w = 720, hgt = 220, l = 62, r = 14, t = 12, b = 30;
   auto X = [&](double x) { return l + (w - l - r) * (x - x0) / (x1 - x0); };
-  auto Y = [&](double y) { return t + (hgt - t - b) * (1 - (y - y0) / (y1 - y0)); };
+  auto Y = [&](double v) { return t + (hgt - t - b) * (1 - (ax.map(v) - ax.lo) / (ax.hi - ax.lo)); };
+  auto Ym = [&](double mapped) { return t + (hgt - t - b) * (1 - (mapped - ax.lo) / (ax.hi - ax.lo)); };
   std::string svg = fmt::format(
-      "<svg class=\"plot-svg\" data-metric=\"{}\" data-lines=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" "
-      "aria-label=\"{} over steps\">\n",
-      h(m.name), lines.size(), w, hgt, h(m.name));
-  auto ylab = [&](double y) { return log2 ? number(std::exp2(y)) : number(y); };
-  svg += fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", l, t, l, hgt - b);
-  svg += fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", l, hgt - b, w - r, hgt - b);
-  svg += fmt::format("<text x=\"2\" y=\"{:.0f}\">{}</text><text x=\"2\" y=\"{:.0f}\">{}</text>", t + 8, ylab(y1),
-                     hgt - b, ylab(y0));
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">step {}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", l,
-                     hgt - 6, number(x0), w - r, hgt - 6, number(x1));
+      "<svg class=\"plot-svg\" data-metric=\"{}\" data-lines=\"{}\" data-axis=\"{}\" viewBox=\"0 0 {} {}\" "
+      "role=\"img\" aria-label=\"{} over steps\">\n",
+      h(m.name), lines.size(), ax.base == 0 ? "linear" : fmt::format("log{}", ax.base), w, hgt, h(m.name));
+  for (double k : ax.ticks()) {
+    svg += fmt::format(
+        "<line class=\"grid\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/><text x=\"{}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{}</text>\n",
+        l, Ym(k), w - r, Ym(k), l - 6, Ym(k) + 4, h(ax.label(k)));
+  }
+  Axis xs{0, x0, x1};
+  for (double s : xs.ticks()) {
+    svg += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/><text x=\"{0:.1f}\" "
+                       "y=\"{3}\" text-anchor=\"{5}\">{4}</text>\n",
+                       X(s), hgt - b, hgt - b + 4, hgt - b + 16, tick_number(s), X(s) > w - r - 30 ? "end" : "middle");
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">step</text>\n", w - r, hgt - 2);
+  svg += fmt::format("<line class=\"axis\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", l, t, hgt - b);
+  svg += fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", l, hgt - b, w - r, hgt - b);
+  if (scale_metric(m.name)) {
+    double floor_v = lines[0].pts[0].second, floor_step = lines[0].pts[0].first;
+    for (const auto& ln : lines)
+      for (const auto& p : ln.pts)
+        if (p.second < floor_v) floor_v = p.second, floor_step = p.first;
+    svg += fmt::format(
+        "<g class=\"floor\"><line class=\"floorline\" x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>"
+        "<text x=\"{2}\" y=\"{3:.1f}\" text-anchor=\"end\">floor {4}</text><title>the lowest {5}: {4}, first at step "
+        "{6}</title></g>\n",
+        l, Y(floor_v), w - r, Y(floor_v) - 4, number(floor_v), h(m.name), number(floor_step));
+  }
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string poly;
     for (const auto& [x, y] : lines[i].pts) poly += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
     svg += fmt::format("<polyline class=\"series c{}\" points=\"{}\"><title>{}</title></polyline>\n", i % 8, poly,
                        h(lines[i].label));
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    svg += fmt::format("<g class=\"pts c{}\">", i % 8);
+    for (const auto& [x, y] : lines[i].pts)
+      svg += fmt::format("<circle class=\"pt\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\"><title>{} · step {}: {}</title></circle>",
+                         X(x), Y(y), h(lines[i].label), number(x), number(y));
+    svg += "</g>\n";
+  }
+  if (data.non_finite) {
+    const double st = data.non_finite->first;
+    svg += fmt::format(
+        "<g class=\"nonfinite\"><line class=\"markline\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
+        "<path class=\"mark\" d=\"M{0:.1f} {1} l-6 -8 h12 z\" transform=\"translate(0 8)\"/>"
+        "<text x=\"{3:.1f}\" y=\"{4}\" text-anchor=\"end\">{5} at step {6}</text><title>the first non-finite {7}: {5} "
+        "at step {6} ({8})</title></g>\n",
+        X(st), t, hgt - b, X(st) - 6, hgt - b - 6, data.non_finite_text(), number(st), h(m.name),
+        h(data.non_finite_of));
   }
   const auto& pts = lines[0].pts;
   for (const auto& v : verdicts) {
@@ -211,11 +448,44 @@ std::string plot_svg(const analyze::MetricSummary& m, const std::vector<analyze:
     });
     svg += fmt::format("<line class=\"markline\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>", X(sx), t,
                        hgt - b);
-    svg += fmt::format("<circle class=\"mark\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\"><title>{}</title></circle>\n", X(sx),
-                       Y(near->second), h(v.summary));
+    svg += fmt::format("<circle class=\"mark\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\"><title>step {}: {}</title></circle>\n",
+                       X(sx), Y(near->second), number(sx), h(v.summary));
   }
   svg += "</svg>\n";
   return svg;
+}
+
+// The axis a metric is drawn on (see Axis).
+Axis choose_axis(const analyze::MetricSummary& m, const PlotData& d) {
+  double lo = 0, hi = 0;
+  bool first = true, positive = true;
+  for (const auto& l : d.lines)
+    for (const auto& p : l.pts) {
+      positive &= p.second > 0;
+      lo = first ? p.second : std::min(lo, p.second), hi = first ? p.second : std::max(hi, p.second), first = false;
+    }
+  Axis a;
+  if (positive && scale_metric(m.name)) a.base = 2;
+  else if (positive && hi / lo >= 100) a.base = 10;
+  a.lo = a.map(lo), a.hi = a.map(hi);
+  if (a.base != 0) {  // whole powers at both ends when the span allows it
+    if (a.hi - a.lo >= 1) a.lo = std::floor(a.lo), a.hi = std::ceil(a.hi);
+  } else {
+    const double pad = (a.hi - a.lo) * 0.05;
+    a.lo -= pad, a.hi += pad;
+    if (lo >= 0 && a.lo < 0) a.lo = 0;
+  }
+  if (a.hi == a.lo) a.hi = a.lo + 1;
+  return a;
+}
+
+// The legend under a plot: a swatch in each line's colour and its label.
+std::string legend_html(const PlotData& d) {
+  std::string out = "<ul class=\"legend\">";
+  for (size_t i = 0; i < d.lines.size(); ++i)
+    out += fmt::format("<li><span class=\"sw c{}\" aria-hidden=\"true\"></span>{}</li>", i % 8, h(d.lines[i].label));
+  if (d.non_finite) out += "<li><span class=\"sw nf\" aria-hidden=\"true\"></span>first non-finite value</li>";
+  return out + "</ul>";
 }
 
 }  // namespace
@@ -328,28 +598,55 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     out += "</tbody></table></section>\n";
   }
   if (d.timeline.size() > 0) {
-    out += "<section id=\"timeline\"><h2>Timeline</h2>\n" + timeline_svg(d) +
-           "<p class=\"muted\">Marks in the order the events happened; red: the root, grey: collateral, yellow: "
-           "symptoms, blue: context. Hover a mark for its time and line.</p></section>\n";
+    out += "<section id=\"timeline\"><h2>Timeline</h2>\n<div class=\"timeline-box\">" + timeline_svg(d) +
+           "</div><p class=\"muted\">Marks placed by the times the log wrote where they can be compared, else in "
+           "order; red: the root, grey: collateral, yellow: symptoms, blue: context. Hover a mark for its time and "
+           "line.</p></section>\n";
   }
   std::string plots;
+  std::vector<std::string> flat;
   for (const auto& m : d.series) {
     if (m.name == "epoch" || m.name == "step_total") continue;
-    std::string svg = plot_svg(m, d.verdicts);
-    if (svg.empty()) continue;
+    PlotData data = plot_data(m);
+    // The first non-finite value as the analysis read it over every point, not only the
+    // plotted ones: its step and rank.
+    for (const auto& v : d.verdicts) {
+      if (v.id != "non-finite" || v.metric != m.name || !v.step) continue;
+      const bool same = data.non_finite && data.non_finite->first == *v.step;
+      data.non_finite = std::make_pair(*v.step, same ? data.non_finite->second : std::nan(""));
+      data.seen_nan &= same;
+      data.non_finite_of = rank_label(v.rank);
+    }
+    if (data.lines.empty()) {
+      if (data.non_finite) flat.push_back(fmt::format("{} {} at every step", m.name, data.non_finite_text()));
+      continue;
+    }
+    if (constant(data) && !data.non_finite) {
+      flat.push_back(fmt::format("{} {}", m.name, number(data.lines[0].pts[0].second)));
+      continue;
+    }
+    const Axis axis = choose_axis(m, data);
     std::string plotted;
-    if (m.per_rank.size() >= 2) {
-      std::vector<int> rs;
-      for (const auto& rp : m.per_rank) rs.push_back(rp.rank);
-      plotted = fmt::format(", a line per rank for {} of them ({})", rs.size(), ranks_text(rs));
-    } else if (m.points_rank) {
+    if (data.lines.size() >= 2) {
+      plotted = fmt::format(", a line per rank for {} of them", data.lines.size());
+    } else if (m.points_rank && *m.points_rank >= 0) {
       plotted = fmt::format(", plotted for rank {}", *m.points_rank);
     }
     plots += fmt::format(
-        "<figure class=\"plot\"><h3>{}{}</h3>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
-        "min {}, max {}</figcaption></figure>\n",
-        h(m.name), log_axis(m.name) ? " (log2 axis)" : "", svg, m.count, m.ranks, m.ranks == 1 ? "" : "s", plotted,
-        number(m.min), number(m.max));
+        "<figure class=\"plot\"><h3>{}{}</h3><div class=\"plot-scroll\">{}</div>{}<figcaption class=\"muted\">{} values on {} rank{}{}; "
+        "min {}, max {}{}</figcaption></figure>\n",
+        h(m.name),
+        axis.base == 0 ? "" : fmt::format(" <span class=\"muted\">(log{} axis)</span>", axis.base),
+        plot_svg(m, data, axis, d.verdicts), legend_html(data), m.count, m.ranks, m.ranks == 1 ? "" : "s", plotted,
+        number(m.min), number(m.max),
+        data.non_finite ? fmt::format("; first non-finite value ({}) at step {}", data.non_finite_text(),
+                                      number(data.non_finite->first))
+                        : "");
+  }
+  if (!flat.empty()) {
+    std::string list;
+    for (const auto& f : flat) list += (list.empty() ? "" : "; ") + f;
+    plots += fmt::format("<p class=\"muted flat\">Not drawn, the same value throughout: {}.</p>\n", h(list));
   }
   if (!plots.empty() || !d.verdicts.empty()) {
     out += "<section id=\"numbers\"><h2>Numbers</h2>\n";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace ff::report {
 namespace {
 
@@ -84,6 +86,35 @@ TEST(Html, ThousandsOfRanksShareALaneAndTheOutliersKeepTheirs) {
     ++lanes;
   EXPECT_LE(lanes, 17u);
   EXPECT_LT(html.size(), 200000u) << "a mark per lane, not per rank";
+}
+
+// Issue 33: a spike spanning decades is drawn on a log axis, a series with no rank is
+// never "rank -1", a constant series is named instead of drawn, every point says its step
+// and value, and the first non-finite value is marked.
+TEST(Html, Issue33ChartsUseALogAxisForASpikeAndNeverSayRankMinusOne) {
+  Diagnosis d = failed_with("Loss is nan at step 45, stopping training");
+  analyze::MetricSummary loss;
+  loss.name = "loss";
+  loss.points_rank = -1;
+  for (int s = 1; s <= 40; ++s) loss.points.emplace_back(s, 1.0 + 0.01 * s);
+  loss.points.emplace_back(41, 5.4e28);
+  loss.points.emplace_back(42, std::numeric_limits<double>::quiet_NaN());
+  loss.count = loss.points.size();
+  loss.ranks = 1;
+  analyze::MetricSummary lr;
+  lr.name = "lr";
+  lr.points_rank = -1;
+  for (int s = 1; s <= 40; ++s) lr.points.emplace_back(s, 3e-4);
+  d.series = {loss, lr};
+  const std::string html = render_html(d);
+  EXPECT_NE(html.find("data-metric=\"loss\" data-lines=\"1\" data-axis=\"log10\""), std::string::npos);
+  EXPECT_EQ(html.find("rank -1"), std::string::npos);
+  EXPECT_NE(html.find("no rank"), std::string::npos);
+  EXPECT_EQ(html.find("data-metric=\"lr\""), std::string::npos) << "a constant series is not drawn";
+  EXPECT_NE(html.find("the same value throughout: lr 0.0003"), std::string::npos);
+  EXPECT_NE(html.find("<title>no rank · step 41: 5.4e+28</title>"), std::string::npos);
+  EXPECT_NE(html.find("the first non-finite loss: nan at step 42"), std::string::npos);
+  EXPECT_NE(html.find("class=\"legend\""), std::string::npos);
 }
 
 TEST(Text, WhenEveryRankFailedAlikeThatIsWhereNotRankUnknown) {

@@ -258,6 +258,9 @@ void Server::Impl::routes() {
     };
   };
   get("/", page("index.html", "text/html; charset=utf-8"));
+  // A kept diagnosis's address (the page puts it in the address bar): the page, which then
+  // loads /report/ID.json and says so when the id is no longer kept.
+  get(R"(/report/([0-9a-f]{32}))", page("index.html", "text/html; charset=utf-8"));
   get("/assets/app.js", page("app.js", "text/javascript; charset=utf-8"));
   get("/assets/app.css", page("app.css", "text/css; charset=utf-8"));
   get("/healthz", [this](Request&, Response& res) {
@@ -328,7 +331,8 @@ void Server::Impl::routes() {
       res.set_header("Content-Security-Policy", kApiCsp);
     }
     if (download)
-      res.set_header("Content-Disposition", fmt::format("attachment; filename=\"firstfault-report.{}\"", kind));
+      res.set_header("Content-Disposition",
+                     fmt::format("attachment; filename=\"{}\"", download_name(d->name, kind)));
     res.set_header("Cache-Control", "no-store");
   });
 }

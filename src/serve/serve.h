@@ -67,6 +67,7 @@ struct Diagnosed {
   std::string html;      // report::render_html
   std::string markdown;  // report::render_markdown
   std::string verdict;   // "failed", "healthy", ...
+  std::string name;      // the first input's name as shown (the downloads are named after it)
   bool nothing_read = false;
 };
 

@@ -31,9 +31,33 @@ std::string random_report_id() {
   return id;
 }
 
+std::string download_name(std::string_view log_name, std::string_view kind) {
+  static constexpr std::string_view kDropped[] = {".gz", ".zst", ".xz", ".bz2", ".tgz", ".tar",
+                                                   ".log", ".txt", ".out", ".err", ".jsonl"};
+  std::string stem;
+  for (char c : log_name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-';
+    stem += keep ? c : '_';
+  }
+  for (bool again = true; again;) {
+    again = false;
+    for (std::string_view ext : kDropped) {
+      if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
+        stem.resize(stem.size() - ext.size());
+        again = true;
+      }
+    }
+  }
+  while (!stem.empty() && (stem.front() == '.' || stem.front() == '-')) stem.erase(0, 1);
+  if (stem.size() > 100) stem.resize(100);
+  if (stem.empty() || stem.find_first_not_of("._") == std::string::npos) return "firstfault-report." + std::string(kind);
+  return stem + ".firstfault." + std::string(kind);
+}
+
 namespace {
 
-uint64_t size_of(const Diagnosed& d) { return d.json.size() + d.html.size() + d.markdown.size() + d.verdict.size(); }
+uint64_t size_of(const Diagnosed& d) { return d.json.size() + d.html.size() + d.markdown.size() + d.verdict.size() + d.name.size(); }
 
 }  // namespace
 

@@ -220,6 +220,11 @@ class ServeTest : public ::testing::Test {
     c.set_read_timeout(30, 0);
     return c;
   }
+  // A text diagnosed and kept (?keep=1, plus `query`): the id of its report, "" if none.
+  std::string keep(const std::string& body, const std::string& query = "") {
+    auto res = client().Post("/api/diagnose?keep=1" + query, body, "text/plain");
+    return res ? res->get_header_value("X-Firstfault-Report") : "";
+  }
   static uint64_t sum_of(const std::string& s) {
     uint64_t sum = 0;
     for (unsigned char ch : s) sum = sum * 31 + ch;
@@ -296,9 +301,7 @@ TEST_F(ServeTest, Issue31AFormFieldWithoutAFileNameIsNotALog) {
 
 TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   start();
-  auto res = client().Post("/api/diagnose?keep=1", "a line\n", "text/plain");
-  ASSERT_TRUE(res);
-  const std::string id = res->get_header_value("X-Firstfault-Report");
+  const std::string id = keep("a line\n");
   ASSERT_EQ(id.size(), 32u);
   auto html = client().Get("/report/" + id + ".html");
   ASSERT_TRUE(html);
@@ -313,6 +316,46 @@ TEST_F(ServeTest, KeptReportsAreServedWithTheReportPolicy) {
   auto gone = client().Get("/report/0123456789abcdef0123456789abcdef.html");
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->status, 404);
+}
+
+// Issue 33: a kept diagnosis has an address the page can be reloaded at (/report/ID: the
+// page itself, with the page's policy), exact like every route; its downloads are named
+// after the log.
+TEST_F(ServeTest, Issue33AReportHasAnAddressAndDownloadsNamedAfterTheLog) {
+  start();
+  const std::string id = keep("a line\n", "&name=node3%20train.log.gz");
+  ASSERT_EQ(id.size(), 32u);
+  auto page = client().Get("/report/" + id);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->body, client().Get("/")->body);
+  EXPECT_EQ(page->get_header_value("Content-Security-Policy"), kPageCsp);
+  // An id no longer kept still gets the page, which says so after asking for the report.
+  auto gone = client().Get("/report/0123456789abcdef0123456789abcdef");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 200);
+  EXPECT_EQ(client().Get("/report/0123456789abcdef0123456789abcdef.json")->status, 404);
+  for (const char* bad : {"/report/", "/report/0123", "/report/0123456789ABCDEF0123456789ABCDEF",
+                          "/report/0123456789abcdef0123456789abcdef/", "/report/0123456789abcdef0123456789abcdef.exe"}) {
+    auto r = client().Get(bad);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 404) << bad;
+  }
+  auto json_dl = client().Get("/report/" + id + ".json?download=1");
+  ASSERT_TRUE(json_dl);
+  EXPECT_EQ(json_dl->get_header_value("Content-Disposition"), "attachment; filename=\"node3_train.firstfault.json\"");
+  auto md_dl = client().Get("/report/" + id + ".md?download=1");
+  EXPECT_EQ(md_dl->get_header_value("Content-Disposition"), "attachment; filename=\"node3_train.firstfault.md\"");
+}
+
+TEST(DownloadName, IsTheLogsNameWithoutItsExtensions) {
+  EXPECT_EQ(download_name("train.log", "json"), "train.firstfault.json");
+  EXPECT_EQ(download_name("rank0.log.gz", "html"), "rank0.firstfault.html");
+  EXPECT_EQ(download_name("job-17.tar.gz", "md"), "job-17.firstfault.md");
+  EXPECT_EQ(download_name("a\"b;c.log", "json"), "a_b_c.firstfault.json");
+  EXPECT_EQ(download_name("", "json"), "firstfault-report.json");
+  EXPECT_EQ(download_name("..log", "json"), "firstfault-report.json");
+  EXPECT_EQ(download_name("слой.log", "json").find('"'), std::string::npos);
 }
 
 // Issue 31: docs/serve.md promises a Content-Security-Policy on every answer; /healthz,

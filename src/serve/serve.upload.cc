@@ -37,6 +37,7 @@ class UploadFeed final : public io::StreamFeed {
     dropping_ = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (streams_ == 0) first_name_ = name;
       pending_.emplace_back(std::move(name), p[0]);
       ++streams_;
     }
@@ -83,6 +84,11 @@ class UploadFeed final : public io::StreamFeed {
     std::lock_guard<std::mutex> lock(mu_);
     return streams_;
   }
+  // The first stream's name: what the downloads are named after.
+  std::string first_name() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_name_;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -90,6 +96,7 @@ class UploadFeed final : public io::StreamFeed {
   std::deque<std::pair<std::string, int>> pending_;
   bool finished_ = false;
   size_t streams_ = 0;
+  std::string first_name_;
   int write_fd_ = -1;
   bool dropping_ = false;
 };
@@ -233,6 +240,7 @@ void Server::Impl::diagnose(Request& req, Response& res) {
   }
   if (!failure.empty()) return set_error(res, 500, "the diagnosis failed: " + failure);
   if (feed.streams() == 0) return set_error(res, 400, "no file in the upload: send a text body or multipart files");
+  result->name = feed.first_name();
   res.status = result->nothing_read ? 422 : 200;
   res.set_header("X-Firstfault-Verdict", result->verdict);
   if (req.param("keep") == "1") res.set_header("X-Firstfault-Report", reports.put(result));

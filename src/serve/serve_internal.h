@@ -124,6 +124,11 @@ class ReportStore {
 // A kept report's id: 128 bits from getrandom(2), as 32 lowercase hex digits.
 std::string random_report_id();
 
+// The file name a kept report downloads as: the log's name without its extensions
+// (.log, .txt, .gz, .tar, ...), only [A-Za-z0-9._-] kept, then ".firstfault.KIND":
+// train.log.gz -> train.firstfault.json; no usable name -> firstfault-report.KIND.
+std::string download_name(std::string_view log_name, std::string_view kind);
+
 // The rest of a body that is refused, read and dropped for a little while, so that the
 // client (still sending) reads the answer instead of a reset connection; a huge one is
 // cut off after that, as nginx's lingering close does.

@@ -290,9 +290,18 @@ std::vector<KeywordIndex::Hit> KeywordIndex::search(std::string_view query) cons
   return hits;
 }
 
+size_t KeywordIndex::relevant(const std::vector<double>& scores) {
+  if (scores.empty()) return 0;
+  const double floor = round6(scores.front() * kRelevant);
+  size_t n = 0;
+  while (n < scores.size() && scores[n] >= floor) ++n;
+  return n;
+}
+
 nlohmann::ordered_json KeywordIndex::to_json() const {
   nlohmann::ordered_json j;
   j["k1"] = kBm25K1;
+  j["cut"] = kRelevant;
   j["b"] = kBm25B;
   j["n"] = ids_.size();
   j["len"] = len_;

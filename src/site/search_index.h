@@ -86,6 +86,13 @@ class KeywordIndex {
   // Every entry with a positive score, best first; ties by entry id.
   std::vector<Hit> search(std::string_view query) const;
 
+  // The relevance cut-off: a keyword hit scoring under this fraction of the best keyword
+  // hit is a weak match, counted but not listed by default (the site's search and serve's
+  // page show the good matches and say how many more). Shipped to search.js in to_json.
+  static constexpr double kRelevant = 0.4;
+  // How many of `scores` (best first) are good matches by kRelevant.
+  static size_t relevant(const std::vector<double>& scores);
+
   // The index as data for the static site: {k1, b, n, len: [...], boost: [...], post: {term: [doc, tf, ...]}}.
   nlohmann::ordered_json to_json() const;
 

@@ -47,7 +47,7 @@ std::string index_page(const Model& m) {
   b += "<section id=\"categories\" class=\"block\">\n<h2>Categories</h2>\n<ul class=\"cat-grid\">\n";
   for (const auto& c : cats)
     b += fmt::format(
-        "<li><a class=\"cat-card cat-{}\" href=\"#cat-{}\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
+        "<li><a class=\"cat-card cat-{}\" href=\"categories/{}.html\"><span>{}</span><span class=\"count\">{}</span></a></li>\n",
         slug(c), slug(c), esc(category_name(c)), m.by_category.at(c).size());
   b += "</ul>\n</section>\n";
 
@@ -61,18 +61,6 @@ std::string index_page(const Model& m) {
         s, esc(framework_name(m.framework_label.at(s))), n);
   b += "</ul>\n</section>\n";
 
-  b += "<section id=\"all\" class=\"block\">\n<h2>All entries by category</h2>\n";
-  for (const auto& c : cats) {
-    const auto& list = m.by_category.at(c);
-    b += fmt::format(
-        "<section id=\"cat-{}\" class=\"cat-section\">\n<h3><span class=\"dot cat-{}\"></span>{} "
-        "<span class=\"count\">{}</span></h3>\n<ul class=\"entry-list\">\n",
-        slug(c), slug(c), esc(category_name(c)), list.size());
-    for (size_t i : list) b += entry_item(m, root, i, false);
-    b += "</ul>\n</section>\n";
-  }
-  b += "</section>\n";
-
   b += "<section id=\"tags\" class=\"block\">\n<h2>Tags</h2>\n<p class=\"tag-cloud\">\n";
   for (const auto& [s, list] : m.by_tag)
     b += fmt::format("<a class=\"tag\" href=\"tags/{}.html\">{} <span class=\"count\">{}</span></a>\n", s,
@@ -80,6 +68,31 @@ std::string index_page(const Model& m) {
   b += "</p>\n</section>\n";
   return render_page(m, {root, "firstfault encyclopedia: failures of ML training jobs",
                          "Failures of ML training and serving jobs: what they mean, root cause, fix.", b, true});
+}
+
+// One category's entries on a page of their own (the index links a page per category, so
+// no page lists all of them), by title, with links to the categories before and after.
+std::string category_page(const Model& m, const std::string& cat, const std::string& prev, const std::string& next) {
+  const std::string root = "../";
+  const auto& list = m.by_category.at(cat);
+  std::vector<size_t> sorted = list;
+  std::sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+    return title_plain(m.kb.entries[a]) < title_plain(m.kb.entries[b]);
+  });
+  std::string b;
+  b += "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
+       "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#categories\">Categories</a></nav>\n";
+  b += fmt::format("<h1><span class=\"dot cat-{}\"></span>{}</h1>\n", slug(cat), esc(category_name(cat)));
+  b += fmt::format("<p class=\"lead\">{} {}, by title.</p>\n<ul class=\"entry-list\">\n", list.size(),
+                   list.size() == 1 ? "entry" : "entries");
+  for (size_t i : sorted) b += entry_item(m, root, i, false);
+  b += "</ul>\n<nav class=\"pager\" aria-label=\"Categories\">";
+  if (!prev.empty())
+    b += fmt::format("<a rel=\"prev\" href=\"{}.html\">&larr; {}</a>", slug(prev), esc(category_name(prev)));
+  if (!next.empty())
+    b += fmt::format("<a rel=\"next\" href=\"{}.html\">{} &rarr;</a>", slug(next), esc(category_name(next)));
+  b += "</nav>\n";
+  return render_page(m, {root, category_name(cat) + " failures \xC2\xB7 firstfault encyclopedia", "", b, false});
 }
 
 std::string framework_page(const Model& m, const std::string& fw_slug) {
@@ -157,7 +170,9 @@ std::string search_index_js(const Model& m, SiteStats& stats) {
   j["v"] = 1;
   auto& entries = j["entries"] = nlohmann::ordered_json::array();
   for (const auto& e : m.kb.entries) {
-    entries.push_back({e.id, title_plain(e), e.category, "entries/" + slug(e.id) + ".html"});
+    // The quick answer as plain text: what a keyword hit's snippet is cut from.
+    entries.push_back({e.id, title_plain(e), e.category, "entries/" + slug(e.id) + ".html",
+                       truncate_utf8(markdown_plain(e.summary, PlainCode::kBare), 400)});
   }
   auto& prefixes = j["prefixes"] = nlohmann::ordered_json::array();
   for (const auto& f : m.kb.prefixes) {
@@ -228,6 +243,12 @@ Result<SiteStats> generate(const kb::KnowledgeBase& kb, const std::string& out_d
     for (const auto& [s, list] : m.by_framework) {
       FF_SITE_WRITE(out / "frameworks" / (s + ".html"), framework_page(m, s));
       ++stats.frameworks;
+    }
+    const auto cats = used_categories(m);
+    for (size_t i = 0; i < cats.size(); ++i) {
+      FF_SITE_WRITE(out / "categories" / (slug(cats[i]) + ".html"),
+                    category_page(m, cats[i], i ? cats[i - 1] : "", i + 1 < cats.size() ? cats[i + 1] : ""));
+      ++stats.categories;
     }
     for (const auto& [s, list] : m.by_tag) {
       FF_SITE_WRITE(out / "tags" / (s + ".html"), tag_page(m, s));

@@ -168,7 +168,7 @@ std::string entry_page(const Model& m, const kb::Entry& e) {
   std::string b;
   b += fmt::format(
       "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"../index.html\">Encyclopedia</a> "
-      "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../index.html#cat-{}\">{}</a></nav>\n",
+      "<span aria-hidden=\"true\">&rsaquo;</span> <a href=\"../categories/{}.html\">{}</a></nav>\n",
       slug(e.category), esc(category_name(e.category)));
   b += "<article class=\"entry\">\n<header class=\"entry-head\">\n";
   b += "<h1>" + title_html(e) + "</h1>\n";

@@ -47,6 +47,7 @@ struct SiteStats {
   size_t files = 0;
   size_t entries = 0;
   size_t frameworks = 0;
+  size_t categories = 0;  // a page per category (categories/<slug>.html)
   size_t tags = 0;
   size_t js_patterns = 0;          // patterns shipped to the client-side search
   size_t js_patterns_skipped = 0;  // patterns with RE2 syntax JavaScript cannot express

@@ -111,8 +111,12 @@ std::string render_page(const Model& m, const PageSpec& p) {
   out += "<a class=\"brand\" href=\"" + p.root +
          "index.html\"><span class=\"logo\" aria-hidden=\"true\">&#9670;</span> "
          "firstfault <span class=\"brand-sub\">encyclopedia</span></a>\n";
-  out += "<nav class=\"top-nav\"><a href=\"" + p.root + "index.html#categories\">Categories</a> <a href=\"" + p.root +
-         "index.html#frameworks\">Frameworks</a> <a href=\"" + p.root + "index.html#tags\">Tags</a></nav>\n";
+  // At a phone's width the navigation folds behind a menu button (search.js opens it).
+  out += "<button type=\"button\" class=\"menu-btn\" aria-expanded=\"false\" aria-controls=\"top-nav\">"
+         "<span aria-hidden=\"true\">&#9776;</span> Menu</button>\n";
+  out += "<nav id=\"top-nav\" class=\"top-nav\" aria-label=\"Sections\"><a href=\"" + p.root +
+         "index.html#categories\">Categories</a> <a href=\"" + p.root + "index.html#frameworks\">Frameworks</a> <a href=\"" +
+         p.root + "index.html#tags\">Tags</a></nav>\n";
   if (!p.big_search) out += search_box(false);
   out += "</div></header>\n";
   out += "<main id=\"main\" class=\"wrap\">\n";
@@ -127,7 +131,7 @@ std::string render_page(const Model& m, const PageSpec& p) {
 }
 
 std::string chip_category(const std::string& root, const std::string& cat) {
-  return fmt::format("<a class=\"chip cat cat-{}\" href=\"{}index.html#cat-{}\">{}</a>", slug(cat), root, slug(cat),
+  return fmt::format("<a class=\"chip cat cat-{}\" href=\"{}categories/{}.html\">{}</a>", slug(cat), root, slug(cat),
                      esc(category_name(cat)));
 }
 

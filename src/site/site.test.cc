@@ -108,6 +108,32 @@ TEST(Site, EveryEntryHasAPageAndEveryInternalLinkResolves) {
   EXPECT_GT(checked, kb.entries.size() * 5);
 }
 
+// Issue 33: the index links a page per category instead of listing every entry (it was
+// one 52,000 px page); the category pages list each entry exactly once.
+TEST(Site, Issue33TheIndexIsPagedByCategory) {
+  kb::KnowledgeBase kb = embedded_kb();
+  TempDir dir("paged");
+  auto stats = generate(kb, dir.path.string(), {"firstfault test"});
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  std::set<std::string> categories;
+  for (const auto& e : kb.entries) categories.insert(e.category);
+  EXPECT_EQ(stats->categories, categories.size());
+  const std::string index = read(dir.path / "index.html");
+  EXPECT_EQ(index.find("class=\"entry-item\""), std::string::npos) << "the index lists entries itself";
+  std::map<std::string, int> listed;
+  for (const auto& c : categories) {
+    EXPECT_NE(index.find("href=\"categories/" + c + ".html\""), std::string::npos) << c;
+    const std::string page = read(dir.path / "categories" / (c + ".html"));
+    for (size_t at = page.find("class=\"entry-link\" href=\"../entries/"); at != std::string::npos;
+         at = page.find("class=\"entry-link\" href=\"../entries/", at + 1)) {
+      const size_t from = page.find("entries/", at) + 8;
+      ++listed[page.substr(from, page.find(".html", from) - from)];
+    }
+  }
+  EXPECT_EQ(listed.size(), kb.entries.size());
+  for (const auto& [id, n] : listed) EXPECT_EQ(n, 1) << id;
+}
+
 TEST(Site, EveryPatternIsShippedToTheClientSideSearch) {
   kb::KnowledgeBase kb = embedded_kb();
   TempDir dir("patterns");

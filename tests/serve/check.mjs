@@ -3,11 +3,15 @@
 //   node tests/serve/check.mjs path/to/firstfault SOURCE_DIR [SCREENSHOT_DIR [BIG_MB]]
 //
 // Starts the real server on a free loopback port, then in Chromium:
-//  1. pastes a real corpus log (shared/corpus/pytorch-runs) into the box: the initiating
-//     rank, the decisive line and the fix of its label show, in the summary and in the
-//     report's frame; the downloads answer with the report, the Markdown and the JSON;
+//  1. pastes a real corpus log (shared/corpus/pytorch-runs) into the box and diagnoses it
+//     with Ctrl+Enter: the initiating rank, the decisive line and the fix of its label show
+//     in the report, inline (the frame as tall as the report: no second scrollbar); the
+//     address becomes /report/ID, a reload shows the same report, an id no longer kept is
+//     said so; the downloads answer with the report, the Markdown and the JSON, named after
+//     the log; the result links to its encyclopedia entry; the list of diagnoses grows;
 //  2. picks a 200 MB log (BIG_MB) (a real run's log repeated): the upload's progress shows, then
-//     the diagnosis; a small file dropped on the box (a real drop event) is diagnosed;
+//     the diagnosis; a small file dropped on the box (a real drop event) is diagnosed at
+//     once, with no click;
 //  3. pastes a raw error line from another real log into the encyclopedia's search: the
 //     entry of that log's category comes first, as `firstfault search` ranks it;
 //  4. at 390 px wide, a sample ("Try one") is diagnosed and nothing scrolls sideways.
@@ -72,38 +76,73 @@ const context = await chromium.launchPersistentContext(path.join(tmp, 'profile')
 try {
   const page = context.pages()[0] ?? (await context.newPage());
   let label = '';
-  page.on('console', (m) => { if (m.type() === 'error') check(false, `${label}: console error: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !(label === 'unknown id' && /status of 404/.test(m.text())))
+      check(false, `${label}: console error: ${m.text()}`);
+  });
   page.on('pageerror', (e) => check(false, `${label}: page error: ${e.message}`));
   const foreign = [];
   context.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
 
-  // 1. Paste a real log.
+  // 1. Paste a real log, diagnosed with Ctrl+Enter.
   label = 'paste';
   const pasteCase = labels.get('01_rank_exception');
   const pasted = fs.readFileSync(path.join(corpus, 'cases', '01_rank_exception.log'), 'utf8');
+  const reportText = async (p) => {
+    const frame = p.frameLocator('#report');
+    await frame.locator('header.banner').waitFor({ timeout: 30000 });
+    return frame.locator('body').innerText();
+  };
   await page.goto(base);
   await page.fill('#paste', pasted);
-  await page.click('#go');
-  await page.waitForSelector('#result:not([hidden]) #where', { timeout: 30000 });
-  const where = await page.textContent('#where');
-  check(where.includes(`rank ${pasteCase.initiating_rank}`), `paste: the initiating rank shows (${where})`);
-  check((await page.textContent('#decisive')).trim() === pasteCase.decisive, 'paste: the decisive line shows');
-  check((await page.locator('#fix li').count()) > 0, 'paste: the fix shows');
-  check((await page.textContent('#verdict')) === 'FAILED', 'paste: the verdict shows');
-  const frame = page.frameLocator('#report');
-  await frame.locator('body').waitFor({ timeout: 10000 });
-  const reportText = await frame.locator('body').innerText();
-  check(reportText.includes(pasteCase.decisive), 'paste: the report in the frame has the decisive line');
-  check(reportText.includes(`rank ${pasteCase.initiating_rank}`), 'paste: the report in the frame names the rank');
-  for (const id of ['dl-html', 'dl-md', 'dl-json']) {
+  await page.press('#paste', 'Control+Enter');
+  await page.waitForURL(/\/report\/[0-9a-f]{32}$/, { timeout: 30000 });
+  const permalink = page.url();
+  check(/\/report\/[0-9a-f]{32}$/.test(new URL(permalink).pathname), `paste: the address becomes /report/ID (${new URL(permalink).pathname})`);
+  const shown = await reportText(page);
+  check(shown.includes(pasteCase.decisive), 'paste: the report inline has the decisive line');
+  check(shown.includes(`rank ${pasteCase.initiating_rank}`), `paste: the report names the rank ${pasteCase.initiating_rank}`);
+  check(/\bFix\b/.test(shown), 'paste: the fix shows');
+  const fit = await page.evaluate(() => {
+    const f = document.getElementById('report');
+    const d = f.contentDocument.documentElement;
+    return { frame: f.getBoundingClientRect().height, inner: d.scrollHeight, view: f.contentWindow.innerHeight };
+  });
+  check(fit.frame >= fit.inner && fit.inner <= fit.view + 2,
+    `paste: the report is shown whole, no scrollbar of its own (frame ${fit.frame} px, report ${fit.inner} px)`);
+  check(await page.isHidden('#summary').catch(() => true), 'paste: no summary repeating the report');
+  for (const [id, ext] of [['dl-html', 'html'], ['dl-md', 'md'], ['dl-json', 'json']]) {
     const href = await page.getAttribute(`#${id}`, 'href');
     const r = await page.request.get(new URL(href, base).toString());
     const body = await r.text();
-    check(r.ok() && /attachment/.test(r.headers()['content-disposition'] || '') && body.includes(pasteCase.decisive),
+    const disposition = r.headers()['content-disposition'] || '';
+    check(r.ok() && /attachment/.test(disposition) && body.includes(pasteCase.decisive),
       `paste: ${id} downloads the diagnosis`);
+    check(disposition.includes(`filename="pasted.firstfault.${ext}"`), `paste: ${id} is named after the log (${disposition})`);
   }
+  // The name a browser saves it under, from a real click.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-json')]);
+  check(download.suggestedFilename() === 'pasted.firstfault.json', `paste: the JSON saves as ${download.suggestedFilename()}`);
   check(await page.isHidden('#progress-box'), 'paste: the progress bar is gone once the diagnosis shows');
+  const entryId = JSON.parse(await (await page.request.get(permalink + '.json')).text()).primary.id;
+  check((await page.getAttribute('#entry-link', 'href')) === `/#entry=${encodeURIComponent(entryId)}`,
+    'paste: the result links to its encyclopedia entry');
   await page.screenshot({ path: path.join(shots, 'paste.png'), fullPage: true });
+  // A reload at that address shows the same report; the list keeps the diagnosis.
+  await page.reload();
+  const again = await reportText(page);
+  check(page.url() === permalink && again.includes(pasteCase.decisive), 'reload: the same report shows at its address');
+  check((await page.locator('#history li').count()) === 1, 'reload: the list of diagnoses has it');
+  await page.screenshot({ path: path.join(shots, 'reload.png'), fullPage: true });
+  await page.click('#entry-link');
+  await page.waitForSelector('#entry:not([hidden]) h2');
+  check((await page.textContent('#entry .muted')).includes(entryId), `paste: the entry link opens ${entryId}`);
+  // An id the server no longer keeps (or never had): said so (its 404 is expected).
+  label = 'unknown id';
+  await page.goto(base + 'report/0123456789abcdef0123456789abcdef');
+  await page.waitForSelector('#error:not([hidden])');
+  check(/no longer kept/.test(await page.textContent('#error')), 'unknown id: the page says the report is no longer kept');
+  await page.screenshot({ path: path.join(shots, 'unknown-id.png') });
 
   // 2. A 200 MB log, picked; then a small one dropped.
   label = 'big upload';
@@ -125,13 +164,13 @@ try {
   await page.setInputFiles('#files', big);
   const t0 = Date.now();
   await page.click('#go');
-  await page.waitForSelector('#result:not([hidden]) #where', { timeout: 120000 });
+  await page.waitForURL(/\/report\/[0-9a-f]{32}$/, { timeout: 120000 });
+  const bigText = await reportText(page);
   const seconds = (Date.now() - t0) / 1000;
   const seen = await page.evaluate(() => window.__progress);
   check(seen.some((t) => /^Uploading/.test(t)), `big upload: the upload's progress shows (${seen.length} states, e.g. ${seen.slice(0, 3).join(' | ')})`);
   check(seen.some((t) => /Diagnosing/.test(t)), 'big upload: then "Diagnosing…" shows');
-  check((await page.textContent('#where')).includes(`rank ${pasteCase.initiating_rank}`) &&
-    (await page.textContent('#decisive')).trim() === pasteCase.decisive,
+  check(bigText.includes(`rank ${pasteCase.initiating_rank}`) && bigText.includes(pasteCase.decisive),
     `big upload: ${BIG_MB} MB diagnosed in ${seconds.toFixed(1)} s with the right rank and line`);
   await page.screenshot({ path: path.join(shots, 'big-upload.png') });
 
@@ -145,8 +184,15 @@ try {
     document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
   }, dropText);
   check((await page.textContent('#chosen')).includes('node3-host-oom.log'), 'drop: the dropped file is named');
-  await page.click('#go');
-  await page.waitForSelector('#result:not([hidden]) #title', { timeout: 30000 });
+  // No click: the drop diagnoses.
+  await page.waitForURL(/\/report\/[0-9a-f]{32}$/, { timeout: 30000 });
+  await reportText(page);
+  check(true, 'drop: diagnosed at once, no click');
+  check((await page.getAttribute('#dl-json', 'href')) !== null &&
+    (await page.request.get(new URL(await page.getAttribute('#dl-json', 'href'), base).toString())).headers()['content-disposition']
+      .includes('node3-host-oom.firstfault.json'), 'drop: the download is named after the dropped file');
+  check((await page.locator('#history li').count()) >= 2, 'drop: the list of diagnoses grows');
+  await page.screenshot({ path: path.join(shots, 'drop.png'), fullPage: true });
   const dropJson = await (await page.request.get(new URL(await page.getAttribute('#dl-json', 'href'), base).toString())).json();
   check(dropJson.primary && dropJson.primary.category === dropCase.category,
     `drop: the dropped log's category is its label's (${dropJson.primary && dropJson.primary.category})`);
@@ -176,10 +222,11 @@ try {
   await phone.goto(base);
   await phone.waitForSelector('#samples button.sample');
   await phone.click('#samples button.sample[data-name="rank_exception.log"]');
-  await phone.waitForSelector('#result:not([hidden]) #where', { timeout: 30000 });
+  await phone.waitForURL(/\/report\/[0-9a-f]{32}$/, { timeout: 30000 });
+  const phoneText = await reportText(phone);
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(overflow <= 0, `phone: nothing scrolls sideways at 390 px (${overflow} px over)`);
-  check((await phone.textContent('#where')).includes('rank 2'), 'phone: the sample is diagnosed');
+  check(phoneText.includes('rank 2'), 'phone: the sample is diagnosed');
   await phone.screenshot({ path: path.join(shots, 'phone.png'), fullPage: true });
   await phone.click('#tab-kb');
   await phone.fill('#query', 'NCCL watchdog timeout');

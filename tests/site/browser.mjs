@@ -38,3 +38,18 @@ export function startWatchdog(seconds) {
   }, seconds * 1000);
   t.unref();
 }
+
+// The checks' tally: check(ok, what) prints "ok" or "FAIL" and the check, done() prints the
+// count and exits 0 when every check passed, else 1.
+export function checks() {
+  const failures = [];
+  const check = (ok, what) => {
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+    if (!ok) failures.push(what);
+  };
+  const done = () => {
+    console.log(failures.length ? `${failures.length} check(s) failed` : 'all checks passed');
+    process.exit(failures.length ? 1 : 0);
+  };
+  return { check, done };
+}

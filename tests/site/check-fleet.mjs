@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { CHROMIUM, LAUNCH_ARGS, chromiumOrSkip, startWatchdog } from './browser.mjs';
+import { CHROMIUM, LAUNCH_ARGS, checks, chromiumOrSkip, startWatchdog } from './browser.mjs';
 
 const [binary, source, shots] = process.argv.slice(2);
 if (!binary || !source) {
@@ -31,11 +31,7 @@ if (!fs.existsSync(path.join(source, '..', 'shared', 'corpus'))) {
 const chromium = await chromiumOrSkip();
 startWatchdog(120);
 
-const failures = [];
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-};
+const { check, done } = checks();
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ff-fleet-check-'));
 const env = { ...process.env };
@@ -96,5 +92,4 @@ try {
   await context.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(failures.length ? `${failures.length} check(s) failed` : 'all checks passed');
-process.exit(failures.length ? 1 : 0);
+done();

@@ -112,7 +112,8 @@ function watch(page, label) {
   });
 }
 
-const pages = ['index.html', 'frameworks/pytorch.html', 'entries/pytorch.cuda.out-of-memory.html', FIXTURE, 'tags/oom.html'];
+const pages = ['index.html', 'frameworks/pytorch.html', 'entries/pytorch.cuda.out-of-memory.html', FIXTURE, 'tags/oom.html',
+  'categories/gpu-memory.html'];
 let linksChecked = 0;
 try {
   const page = context.pages()[0] ?? (await context.newPage());
@@ -223,6 +224,7 @@ try {
   entryFiles.slice(0, 12).forEach(([f]) => narrow.add(f));
   entryFiles.forEach(([f], i) => { if (i % 40 === 0) narrow.add(f); });
   fs.readdirSync(path.join(out, 'frameworks')).forEach((f) => narrow.add('frameworks/' + f));
+  fs.readdirSync(path.join(out, 'categories')).forEach((f) => narrow.add('categories/' + f));
   fs.readdirSync(path.join(out, 'tags')).sort().forEach((f, i) => { if (i % 50 === 0 || f === 'oom.html') narrow.add('tags/' + f); });
   for (const rel of narrow) {
     await page2.goto(pathToFileURL(path.join(out, rel)).href);

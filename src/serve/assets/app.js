@@ -1,6 +1,9 @@
 // The page of `firstfault serve`: every text from a log or the knowledge base goes into
 // the page as text (textContent), never as markup; the report is the server's own HTML
-// page in a frame that may run no script.
+// page in a frame that may run no script, as tall as the report (one scrollbar: the page's).
+// A diagnosis puts /report/ID in the address bar (a reload or a shared tab shows it again
+// while the server keeps it), and joins the list of the diagnoses made since the page
+// opened (kept for the tab in sessionStorage).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -83,7 +86,12 @@ function send(body, query, total) {
       return fail("Not diagnosed (HTTP " + xhr.status + "): " + msg);
     }
     progress(null);
-    render(data, xhr.getResponseHeader("X-Firstfault-Report"));
+    const id = xhr.getResponseHeader("X-Firstfault-Report");
+    render(data, id);
+    if (id) {
+      history.pushState({ report: id }, "", "/report/" + id);
+      remember(id, data);
+    }
   };
   xhr.send(body);
 }
@@ -100,40 +108,32 @@ function diagnose() {
   send(new Blob([text], { type: "text/plain" }), "&name=pasted.log", text.length);
 }
 
-function where(p) {
-  const parts = [];
-  if (p.rank !== null && p.rank !== undefined) parts.push("rank " + p.rank);
-  if (p.node) parts.push("node " + p.node);
-  const ev = (p.evidence || [])[0];
-  if (ev) parts.push(ev.source + ":" + ev.line);
-  return parts.join(" · ");
+function sourceName(d) {
+  const sources = (d.inputs && d.inputs.sources) || [];
+  if (!sources.length) return "the log";
+  return sources[0].name + (sources.length > 1 ? " and " + (sources.length - 1) + " more" : "");
+}
+
+// The report frame as tall as the report inside it, kept so when its details open or close.
+function fitFrame() {
+  const frame = $("report");
+  try {
+    const doc = frame.contentDocument;
+    if (doc && doc.documentElement) frame.style.height = Math.ceil(doc.documentElement.getBoundingClientRect().height) + 2 + "px";
+  } catch (_) { /* not this origin's: keeps its last height */ }
 }
 
 function render(d, reportId) {
-  const box = $("summary");
-  box.replaceChildren();
-  const verdict = d.verdict || "unknown";
-  box.append(el("div", {}, el("span", { class: "verdict " + verdict, id: "verdict" }, verdict.toUpperCase())));
   const p = d.primary;
-  verifyText = "";
+  verifyText = p && p.verify ? p.verify : "";
+  $("error").hidden = true;
+  $("report-of").textContent = "Report for " + sourceName(d) + ":";
+  const link = $("entry-link");
+  link.hidden = !p;
   if (p) {
-    box.append(el("h2", { id: "title" }, p.title), el("div", { class: "muted" }, "[" + p.category + "] " + p.id));
-    box.append(el("div", { id: "where" }, "First failure: " + where(p)));
-    const ev = (p.evidence || [])[0];
-    if (ev) box.append(el("pre", { id: "decisive" }, ev.text));
-    if (p.fix_steps && p.fix_steps.length) {
-      box.append(el("h3", {}, "Fix"));
-      const ol = el("ol", { id: "fix" });
-      for (const s of p.fix_steps) ol.append(el("li", {}, s));
-      box.append(ol);
-    }
-    if (p.verify) {
-      verifyText = p.verify;
-      box.append(el("h3", {}, "Verify"), el("pre", { id: "verify" }, p.verify));
-    }
-  } else {
-    const why = (d.reasons || []).map((r) => r.text).join("; ");
-    box.append(el("h2", { id: "title" }, "No failure found"), el("div", { class: "muted" }, why));
+    link.textContent = "Encyclopedia: " + p.title;
+    link.href = "/#entry=" + encodeURIComponent(p.id);
+    link.dataset.id = p.id;
   }
   $("copy-verify").hidden = !verifyText;
   for (const [id, kind] of [["dl-html", "html"], ["dl-md", "md"], ["dl-json", "json"]]) {
@@ -145,7 +145,62 @@ function render(d, reportId) {
   frame.hidden = !reportId;
   if (reportId) frame.src = "/report/" + reportId + ".html";
   $("result").hidden = false;
-  box.scrollIntoView({ block: "start" });
+  $("result").scrollIntoView({ block: "start" });
+}
+
+// A kept report by its id (the address /report/ID, a click in the list): its JSON, then
+// the page as after the diagnosis; an id the server no longer keeps is said so.
+async function openReport(id) {
+  show("diagnose");
+  $("result").hidden = true;
+  progress(-1, "Loading the report…");
+  let r;
+  try {
+    r = await fetch("/report/" + id + ".json");
+  } catch (_) {
+    return fail("The server could not be reached: is firstfault serve still running?");
+  }
+  if (r.status === 404) {
+    return fail("The report " + id + " is no longer kept: the server keeps the newest 32 diagnoses, in memory, " +
+      "until it stops. Diagnose the log again.");
+  }
+  if (!r.ok) return fail("The report could not be loaded (HTTP " + r.status + ").");
+  progress(null);
+  render(await r.json(), id);
+}
+
+// --- The diagnoses made since the page opened ----------------------------------------------
+
+const HISTORY_KEY = "firstfault.diagnoses";
+
+function diagnoses() {
+  try { return JSON.parse(sessionStorage.getItem(HISTORY_KEY) || "[]"); } catch (_) { return []; }
+}
+
+function remember(id, d) {
+  const list = diagnoses().filter((x) => x.id !== id);
+  list.unshift({ id, name: sourceName(d), verdict: d.verdict || "unknown", title: d.primary ? d.primary.title : "no failure found",
+    at: new Date().toLocaleTimeString() });
+  try { sessionStorage.setItem(HISTORY_KEY, JSON.stringify(list.slice(0, 50))); } catch (_) { /* storage full or off */ }
+  listDiagnoses();
+}
+
+function listDiagnoses() {
+  const list = diagnoses();
+  $("history-box").hidden = list.length === 0;
+  $("history").replaceChildren(...list.map((x) => el("li", { "data-id": x.id },
+    el("a", { href: "/report/" + x.id, onclick: (e) => { e.preventDefault(); history.pushState({ report: x.id }, "", "/report/" + x.id); openReport(x.id); } },
+      x.name), " ",
+    el("span", { class: "verdict " + x.verdict }, x.verdict.toUpperCase()), " ", x.title, " ",
+    el("span", { class: "muted" }, x.at))));
+}
+
+function route() {
+  const m = location.pathname.match(/^\/report\/([0-9a-f]{32})$/);
+  if (m) return openReport(m[1]);
+  $("result").hidden = true;
+  progress(null);
+  $("error").hidden = true;
 }
 
 async function loadSamples() {
@@ -187,8 +242,13 @@ async function search() {
   if (seq !== searchSeq) return;  // a newer query is on its way
   if (!r.ok) return;
   const j = await r.json();
-  $("kb-count").textContent = j.total + " matching";
-  $("hits").replaceChildren(...j.results.map((h) => hit(h.id, h.title, h.category, h.why)));
+  // The good matches only (firstfault search's "relevant": every pattern match and the
+  // keyword hits near the best one); the weaker ones are counted.
+  const good = j.relevant === undefined ? j.results.length : Math.min(j.relevant, j.results.length);
+  const weaker = j.total - (j.relevant === undefined ? j.results.length : j.relevant);
+  $("kb-count").textContent = (j.relevant === undefined ? j.total : j.relevant) + " good match" +
+    ((j.relevant === undefined ? j.total : j.relevant) === 1 ? "" : "es") + (weaker > 0 ? "; " + weaker + " weaker not shown" : "");
+  $("hits").replaceChildren(...j.results.slice(0, good).map((h) => hit(h.id, h.title, h.category, h.why)));
 }
 
 // An element holding HTML the server rendered from a KB text field (escaped first, then
@@ -259,9 +319,34 @@ document.addEventListener("DOMContentLoaded", () => {
   drop.addEventListener("drop", (e) => {
     e.preventDefault();
     drop.classList.remove("over");
-    if (e.dataTransfer.files.length) setChosen(e.dataTransfer.files);
+    // A drop is the choice: diagnosed at once.
+    if (e.dataTransfer.files.length) {
+      setChosen(e.dataTransfer.files);
+      diagnose();
+    }
   });
   $("paste").addEventListener("input", () => { if (chosen.length) setChosen([]); });
+  $("paste").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      diagnose();
+    }
+  });
+  $("entry-link").addEventListener("click", (e) => {
+    e.preventDefault();
+    show("kb");
+    openEntry(e.currentTarget.dataset.id);
+  });
+  const frame = $("report");
+  frame.addEventListener("load", () => {
+    fitFrame();
+    const doc = frame.contentDocument;
+    if (doc && doc.documentElement && window.ResizeObserver) new ResizeObserver(fitFrame).observe(doc.documentElement);
+  });
+  window.addEventListener("resize", fitFrame);
+  window.addEventListener("popstate", route);
+  listDiagnoses();
+  route();
   $("copy-verify").addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(verifyText);

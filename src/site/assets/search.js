@@ -10,6 +10,12 @@
 //      of kb/formats/search.yaml are already in its postings), times each entry's
 //      severity weight.
 // tokenize() must stay identical to site::tokenize() in search_index.cc.
+//
+// The list shows the good matches (every pattern match; keyword hits scoring at least
+// index.bm25.cut of the best one: site::KeywordIndex::kRelevant, as `firstfault search`'s
+// "relevant" counts them) and says how many weaker ones there are; each result shows the
+// text it matched: the pasted line with the match marked, or the entry's quick answer
+// around the query's words.
 (function () {
   'use strict';
 
@@ -184,27 +190,30 @@
         var id = entries[p.entry][0];
         if (best === null || p.priority > best.priority ||
             (p.priority === best.priority && (len > best.len || (len === best.len && id < best.id)))) {
-          best = { entry: p.entry, id: id, pattern: p.id, priority: p.priority, len: len };
+          best = { entry: p.entry, id: id, pattern: p.id, priority: p.priority, len: len, at: m.index, mlen: m[0].length };
         }
       }
       if (best === null) continue;
       if (!seen.has(best.entry)) {
         seen.add(best.entry);
-        results.push({ entry: best.entry, kind: 'pattern', why: 'pattern ' + best.pattern + ' matches line ' + (li + 1) });
+        results.push({ entry: best.entry, kind: 'pattern', why: 'pattern ' + best.pattern + ' matches line ' + (li + 1),
+          snip: { text: msg, at: best.at, len: best.mlen } });
       }
       matched.forEach(function (e) {
-        if (e !== best.entry) also.push({ entry: e, line: li + 1 });
+        if (e !== best.entry) also.push({ entry: e, line: li + 1, text: msg });
       });
     }
     also.forEach(function (a) {
       if (seen.has(a.entry)) return;
       seen.add(a.entry);
-      results.push({ entry: a.entry, kind: 'pattern', why: 'also matches line ' + a.line + ' (a more specific entry wins it)' });
+      results.push({ entry: a.entry, kind: 'pattern', why: 'also matches line ' + a.line + ' (a more specific entry wins it)',
+        snip: { text: a.text, at: -1, len: 0 } });
     });
     bm25(db, messages.join('\n')).forEach(function (h) {
       if (seen.has(h.entry)) return;
       seen.add(h.entry);
-      results.push({ entry: h.entry, kind: 'keywords', score: h.score, why: 'keywords: ' + h.terms.slice(0, 5).join(', ') });
+      results.push({ entry: h.entry, kind: 'keywords', score: h.score, terms: h.terms,
+        why: 'keywords: ' + h.terms.slice(0, 5).join(', ') });
     });
     return results.map(function (r) {
       var e = entries[r.entry];
@@ -214,6 +223,42 @@
       r.href = e[3];
       return r;
     });
+  }
+
+  // How many results are good matches (see the top of this file; commands.search.cc
+  // relevant_count): every pattern match, then the keyword hits down to cut x the best.
+  function relevant(db, results) {
+    var n = 0;
+    var floor = null;
+    for (var i = 0; i < results.length; i++) {
+      var r = results[i];
+      if (r.kind === 'pattern') { n++; continue; }
+      if (floor === null) floor = round6(r.score * (db.index.bm25.cut || 0));
+      if (r.score >= floor) n++;
+      else break;
+    }
+    return n;
+  }
+
+  // A keyword hit's snippet: the sentence of the entry's quick answer holding most of the
+  // query's words (the first one when none does), cut to about 160 characters around them.
+  function keywordSnippet(summary, terms) {
+    var want = new Set(terms || []);
+    var sentences = (summary || '').split(/(?<=[.!?])\s+/);
+    var best = sentences[0] || '';
+    var bestScore = -1;
+    sentences.forEach(function (s) {
+      var got = new Set(tokenize(s).filter(function (t) { return want.has(t); })).size;
+      if (got > bestScore) { best = s; bestScore = got; }
+    });
+    if (best.length > 180) {
+      var lower = best.toLowerCase();
+      var at = -1;
+      want.forEach(function (t) { var i = lower.indexOf(t); if (i >= 0 && (at < 0 || i < at)) at = i; });
+      var start = Math.max(0, Math.min(at - 40, best.length - 170));
+      best = (start > 0 ? '\u2026' : '') + best.slice(start, start + 170) + '\u2026';
+    }
+    return best;
   }
 
   // ---------------------------------------------------------------------------
@@ -230,6 +275,7 @@
     cleanLine: cleanLine,
     peel: function (line) { return ensure() ? peel(db, line) : line; },
     search: function (text) { return ensure() ? search(db, text) : []; },
+    relevant: function (results) { return ensure() ? relevant(db, results) : 0; },
     badPatterns: function () { return ensure() ? db.bad.slice() : ['index not loaded']; },
   };
   window.ffSearch = api;
@@ -251,6 +297,54 @@
     var root = document.body.getAttribute('data-root') || '';
     var timer = null;
 
+    var showAll = false;
+
+    // Text with the query's words (or a pattern's match) marked, built as text nodes.
+    function marked(parent, text, isWord) {
+      var re = /[A-Za-z0-9]+/g;
+      var last = 0;
+      var m;
+      while ((m = re.exec(text)) !== null) {
+        if (!isWord(m[0])) continue;
+        parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+        parent.appendChild(el('mark', '', m[0]));
+        last = m.index + m[0].length;
+      }
+      parent.appendChild(document.createTextNode(text.slice(last)));
+    }
+
+    function snippet(r) {
+      var p = el('span', 'r-snip');
+      if (r.snip) {
+        var t = r.snip.text;
+        if (r.snip.at >= 0) {
+          var from = Math.max(0, r.snip.at - 50);
+          var to = Math.min(t.length, r.snip.at + r.snip.len + 50);
+          p.appendChild(document.createTextNode((from > 0 ? '\u2026' : '') + t.slice(from, r.snip.at)));
+          p.appendChild(el('mark', '', t.slice(r.snip.at, r.snip.at + r.snip.len)));
+          p.appendChild(document.createTextNode(t.slice(r.snip.at + r.snip.len, to) + (to < t.length ? '\u2026' : '')));
+        } else {
+          p.textContent = t.length > 160 ? t.slice(0, 160) + '\u2026' : t;
+        }
+        p.classList.add('r-line');
+      } else {
+        var want = new Set(r.terms || []);
+        marked(p, keywordSnippet(db.index.entries[r.entry][4], r.terms), function (w) {
+          var t = tokenize(w);
+          return t.length > 0 && want.has(t[0]);
+        });
+        // Words found elsewhere in the entry (its title, tags, symptoms, examples, synonyms).
+        if (!p.querySelector('mark') && r.terms && r.terms.length) {
+          p.appendChild(document.createTextNode(' \u2014 matched '));
+          r.terms.slice(0, 5).forEach(function (t, i) {
+            if (i) p.appendChild(document.createTextNode(', '));
+            p.appendChild(el('mark', '', t));
+          });
+        }
+      }
+      return p;
+    }
+
     function render() {
       var text = box.value;
       list.textContent = '';
@@ -264,18 +358,22 @@
         return;
       }
       var res = search(db, text);
-      var byPattern = res.filter(function (r) { return r.kind === 'pattern'; }).length;
+      var good = relevant(db, res);
+      var shown = showAll ? Math.min(res.length, 50) : Math.min(good, LIMIT);
       if (status) {
         status.textContent = res.length === 0 ? 'Nothing matched. Try fewer or other words.'
-          : (byPattern ? byPattern + (byPattern === 1 ? ' entry matches' : ' entries match') + ' the text by pattern; ' : '') +
-            (res.length - byPattern) + ' by keywords' + (res.length > LIMIT ? ' (best ' + LIMIT + ' shown)' : '') + '.';
+          : good + (good === 1 ? ' good match' : ' good matches') +
+            (good > shown ? ' (best ' + shown + ' shown)' : '') +
+            (res.length > good ? '; ' + (res.length - good) + ' weaker ' + (res.length - good === 1 ? 'one' : 'ones') +
+              (showAll ? ' below' : ' not shown') : '') + '.';
       }
-      res.slice(0, LIMIT).forEach(function (r) {
-        var li = el('li', 'result ' + (r.kind === 'pattern' ? 'by-pattern' : 'by-keywords'));
+      res.slice(0, shown).forEach(function (r, i) {
+        var li = el('li', 'result ' + (r.kind === 'pattern' ? 'by-pattern' : 'by-keywords') + (i >= good ? ' weak' : ''));
         var a = el('a', 'r-link');
         a.href = root + r.href;
         a.appendChild(el('span', 'r-title', r.title));
         a.appendChild(el('span', 'r-id', r.id));
+        a.appendChild(snippet(r));
         li.appendChild(a);
         var meta = el('span', 'r-why');
         meta.appendChild(el('span', 'chip small cat-' + r.category, r.category));
@@ -283,6 +381,14 @@
         li.appendChild(meta);
         list.appendChild(li);
       });
+      if (res.length > shown && !showAll) {
+        var more = el('li', 'result more');
+        var btn = el('button', 'more-btn', 'Show ' + Math.min(res.length, 50) + ' of all ' + res.length);
+        btn.type = 'button';
+        btn.addEventListener('click', function (ev) { ev.stopPropagation(); showAll = true; render(); });
+        more.appendChild(btn);
+        list.appendChild(more);
+      }
       list.hidden = res.length === 0;
     }
 
@@ -296,7 +402,7 @@
       box.style.height = Math.min(box.scrollHeight + 2, 260) + 'px';
     }
 
-    box.addEventListener('input', function () { autosize(); schedule(); });
+    box.addEventListener('input', function () { showAll = false; autosize(); schedule(); });
     box.addEventListener('keydown', function (ev) {
       if (ev.key === 'Enter' && !ev.shiftKey) {
         ev.preventDefault();
@@ -370,9 +476,26 @@
     });
   }
 
+  // The header's menu button (shown at a phone's width, where the navigation folds away).
+  function setupMenu() {
+    var btn = document.getElementById('top-nav') && document.querySelectorAll('.menu-btn')[0];
+    var top = document.querySelectorAll('.top')[0];
+    if (!btn || !top) return;
+    function set(open) {
+      btn.setAttribute('aria-expanded', open ? 'true' : 'false');
+      top.classList.toggle('nav-open', open);
+    }
+    btn.addEventListener('click', function () { set(btn.getAttribute('aria-expanded') !== 'true'); });
+    Array.prototype.forEach.call(document.querySelectorAll('#top-nav a'), function (a) {
+      a.addEventListener('click', function () { set(false); });
+    });
+    document.addEventListener('keydown', function (ev) { if (ev.key === 'Escape') set(false); });
+  }
+
   function start() {
     setup();
     setupCopy();
+    setupMenu();
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
