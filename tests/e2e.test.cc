@@ -47,6 +47,24 @@ class E2E : public ff::test::TempDirTest {
 
 std::string primary_id(const json& j) { return j["primary"].is_object() ? j["primary"]["id"].get<std::string>() : ""; }
 
+// Issue 33, item 4: a timeline row keeps the nearest time its stream printed and its rank
+// from its own prefix. A real torchrun run (tee prefixes `[defaultN]:`, Python logging's
+// `2026-11-30 10:21:59,495` stamps on the progress lines, none on the traceback): the root
+// row used to say "(no time)" and "ranks -" (every rank failed alike).
+TEST_F(E2E, Issue33TimelineRowsKeepTheirStreamsTimeAndTheirLinesRank) {
+  json j = diagnose_json("'" + data("03_loss_scale_terminal__tee.log") + "'");
+  ASSERT_FALSE(j["timeline"].empty());
+  const json& root = j["timeline"][0];
+  EXPECT_EQ(root["role"], "root");
+  ASSERT_TRUE(root["time"].is_string()) << root.dump();
+  EXPECT_EQ(root["time"].get<std::string>().rfind("~2026-11-30 10:2", 0), 0u) << root.dump();
+  EXPECT_EQ(root["ranks"], json::array({1})) << root.dump();
+  for (const auto& row : j["timeline"]) EXPECT_TRUE(row["time"].is_string()) << row.dump();
+  // The text report says the same.
+  Outcome text = run("diagnose --no-pager '" + data("03_loss_scale_terminal__tee.log") + "'");
+  EXPECT_EQ(text.out.find("(no time)"), std::string::npos) << text.out;
+}
+
 TEST_F(E2E, JsonContractOnARealMultiRankFailure) {
   json j = diagnose_json("'" + data("01_rank_exception__rankprefix.log") + "'");
   EXPECT_EQ(j["schema"], "firstfault.diagnosis/2");

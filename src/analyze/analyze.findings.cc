@@ -260,6 +260,12 @@ void build_timeline(Ctx& c) {
     if (it == tl_index.end()) {
       TimelineEntry t;
       t.time = inc->decisive->time_text;
+      // A line without a stamp of its own (a traceback's) is dated by the last stamp its
+      // stream printed before it: "~" says the time is the stream's, not the line's.
+      if (t.time.empty() && inc->decisive->time_us != record::kNoTime) {
+        const std::string stream_time = format_time(inc->decisive->time_us, inc->decisive->clock);
+        if (!stream_time.empty()) t.time = "~" + stream_time;
+      }
       t.id = inc->id;
       t.role = role;
       t.source = inc->decisive->source < c.sources.size() ? c.sources[inc->decisive->source].name : "";
@@ -272,6 +278,8 @@ void build_timeline(Ctx& c) {
     TimelineEntry& t = c.d.timeline[it->second];
     ++t.count;
     int r = inc == c.primary ? c.rank : inc->rank;
+    // No rank named for the incident (every rank failed alike): the decisive line's own.
+    if (r < 0) r = inc->decisive->rank;
     if (r >= 0 && std::find(t.ranks.begin(), t.ranks.end(), r) == t.ranks.end()) t.ranks.push_back(r);
     if (!inc->node.empty() && std::find(t.nodes.begin(), t.nodes.end(), inc->node) == t.nodes.end())
       t.nodes.push_back(inc->node);
