@@ -156,17 +156,6 @@ RE2::Options re2_options() {
   return o;
 }
 
-#ifdef FF_HAVE_VECTORSCAN
-std::string cache_path(const CompileOptions& opt) {
-  // hs_version() reads like "5.4.9 2023-03-23"; keep the version word only.
-  std::string hsv = hs_version();
-  hsv = hsv.substr(0, hsv.find(' '));
-  char name[128];
-  std::snprintf(name, sizeof(name), "patterns-%016llx-%s-hs%s.hsdb", static_cast<unsigned long long>(opt.cache_key),
-                kEngineVersion, hsv.c_str());
-  return (std::filesystem::path(opt.cache_dir) / name).string();
-}
-
 // A cache file, mapped read-only for as long as it is read (a start-up path: reading it
 // into a zero-filled buffer cost more than deserialising it). Cache files are replaced by
 // rename, never rewritten in place, so the mapping cannot shrink under us.
@@ -197,6 +186,18 @@ class MappedFile {
   const char* data_ = nullptr;
   size_t size_ = 0;
 };
+
+#ifdef FF_HAVE_VECTORSCAN
+std::string cache_path(const CompileOptions& opt) {
+  // hs_version() reads like "5.4.9 2023-03-23"; keep the version word only.
+  std::string hsv = hs_version();
+  hsv = hsv.substr(0, hsv.find(' '));
+  char name[128];
+  std::snprintf(name, sizeof(name), "patterns-%016llx-%s-hs%s.hsdb", static_cast<unsigned long long>(opt.cache_key),
+                kEngineVersion, hsv.c_str());
+  return (std::filesystem::path(opt.cache_dir) / name).string();
+}
+
 
 // Cache file layout: "FFHS", u32 pattern count, one byte per pattern (1 = served by
 // Vectorscan), then the serialised database.
@@ -462,18 +463,14 @@ using AtomLists = std::vector<std::vector<std::string>>;
 
 bool load_atoms(const CompileOptions& opt, size_t patterns, AtomLists& atoms) {
   if (opt.cache_dir.empty() || opt.cache_key == 0) return false;
-  size_t size = 0;
-  const int fd = open_cache_file(atoms_path(opt), &size);
-  if (fd < 0) return false;
-  std::string bytes(size, '\0');
-  const bool read_all = size > 0 && ::read(fd, bytes.data(), size) == static_cast<ssize_t>(size);
-  ::close(fd);
-  if (!read_all || size < 16 || bytes.compare(0, 4, "FFHA") != 0) return false;
+  const MappedFile file(atoms_path(opt));
+  const std::string_view bytes = file.bytes();
+  if (bytes.size() < 16 || bytes.compare(0, 4, "FFHA") != 0) return false;
   uint32_t n = 0;
   uint64_t sum = 0;
   std::memcpy(&n, bytes.data() + 4, 4);
   std::memcpy(&sum, bytes.data() + 8, 8);
-  const std::string_view rest = std::string_view(bytes).substr(16);
+  const std::string_view rest = bytes.substr(16);
   if (n != patterns || cache_checksum(rest) != sum) return false;
   atoms.assign(n, {});
   size_t at = 0;
