@@ -24,7 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$root/tests/fleet/promlib.sh"
 
 mkdir -p "$tmp/bin" "$tmp/jobs" "$tmp/textfile"
 chmod 0755 "$tmp/textfile"
@@ -63,44 +63,15 @@ grep -q '^firstfault_gpu_seconds_lost_total{entry="slurm.node.failure",.*node="g
   || fail "GPU-seconds: 2 jobs x 8 GPUs x 2 h"
 
 # node_exporter's own textfile collector reads the folder.
-np=$(port)
-prometheus-node-exporter --web.listen-address="127.0.0.1:$np" --collector.disable-defaults --collector.textfile \
-  --collector.textfile.directory="$tmp/textfile" > "$tmp/node_exporter.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$np/metrics" > "$tmp/metrics.txt" 2>/dev/null && break; sleep 0.1; done
+start_node_exporter "$tmp/textfile" "$tmp/node_exporter.log" || fail "node_exporter did not answer"
 grep -q '^node_textfile_scrape_error 0' "$tmp/metrics.txt" || fail "node_exporter's textfile collector reported an error"
 grep -q '^firstfault_job_failures_total{account="vision",category="hardware",class="hardware",entry="slurm.node.failure",node="gpu-0042",partition="gpu"} 2' "$tmp/metrics.txt" \
   || fail "node_exporter does not serve the failure count"
 echo "ok: node_exporter's textfile collector serves the epilog's counters"
 
 # Prometheus scrapes node_exporter every second and evaluates the example rules.
-pp=$(port)
-cat > "$tmp/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - $root/docs/fleet-rules.yml
-scrape_configs:
-  - job_name: node
-    static_configs:
-      - targets: ['127.0.0.1:$np']
-YML
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pp" > "$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-query() {  # query PROMQL -> the JSON result array ([] when none yet)
-  curl -s -G --max-time 5 "http://127.0.0.1:$pp/api/v1/query" --data-urlencode "query=$1" > "$tmp/q.json" 2>/dev/null \
-    || echo '{}' > "$tmp/q.json"  # not up yet
-  python3 -c 'import json,sys
-try: print(json.dumps(json.load(open(sys.argv[1]))["data"]["result"]))
-except Exception: print("[]")' "$tmp/q.json"
-}
-by_node=""
-for _ in $(seq 150); do
-  by_node=$(query 'sum by (node, category) (firstfault_job_failures_total)')
-  [ "$by_node" != "[]" ] && break; sleep 0.2
-done
+start_prometheus "$tmp" "$np" "$root" "$tmp/prometheus.log"
+by_node=$(prom_wait 'sum by (node, category) (firstfault_job_failures_total)')
 echo "failures by node and category: $by_node"
 python3 - "$by_node" <<'PY' || fail "PromQL: failures by node and category"
 import json, sys
@@ -108,11 +79,7 @@ got = {(r["metric"]["node"], r["metric"]["category"]): float(r["value"][1]) for 
 want = {("gpu-0042", "hardware"): 2.0, ("gpu-0007", "host-memory"): 1.0}
 assert got == want, got
 PY
-alert="[]"
-for _ in $(seq 100); do
-  alert=$(query 'ALERTS{alertname="FirstfaultNodeRepeatedHardwareFailures",alertstate="firing"}')
-  [ "$alert" != "[]" ] && break; sleep 0.2
-done
+alert=$(prom_wait 'ALERTS{alertname="FirstfaultNodeRepeatedHardwareFailures",alertstate="firing"}' 100)
 echo "alert: $alert"
 python3 - "$alert" <<'PY' || fail "FirstfaultNodeRepeatedHardwareFailures did not fire for gpu-0042 alone"
 import json, sys

@@ -392,14 +392,30 @@ if [ -f "$prom" ]; then
     || fail "no failure counted in $prom: $(cat "$prom")"
   grep -q '^firstfault_job_failures_total{entry="slurm.job.time-limit",' "$prom" || fail "the time-limit job is not counted"
   if command -v prometheus-node-exporter >/dev/null && command -v curl >/dev/null; then
-    np=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    prometheus-node-exporter --web.listen-address="127.0.0.1:$np" --collector.disable-defaults --collector.textfile \
-      --collector.textfile.directory="$tmp/textfile" > "$tmp/log/node_exporter.log" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$np/metrics" > "$tmp/metrics.txt" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^node_textfile_scrape_error 0' "$tmp/metrics.txt" || fail "node_exporter's textfile collector: $(grep textfile "$tmp/metrics.txt")"
-    grep -q '^firstfault_job_failures_total{.*entry="python.memory.memory-error".*} 1' "$tmp/metrics.txt" \
+    . "$(dirname "$0")/../fleet/promlib.sh"
+    start_node_exporter "$tmp/textfile" "$tmp/log/node_exporter.log" || fail "node_exporter did not answer"
+    grep -q '^node_textfile_scrape_error 0' "$tmp/log/metrics.txt" || fail "node_exporter's textfile collector: $(grep textfile "$tmp/log/metrics.txt")"
+    grep -q '^firstfault_job_failures_total{.*entry="python.memory.memory-error".*} 1' "$tmp/log/metrics.txt" \
       && echo "node_exporter serves the real epilog's counters" || fail "node_exporter does not serve the epilog's counters"
+    # Issue 36: Prometheus scrapes that node_exporter, and PromQL (with docs/fleet-rules.yml's
+    # recording rules) adds the real jobs up by node and category.
+    if command -v prometheus >/dev/null; then
+      mkdir -p "$tmp/prom"
+      start_prometheus "$tmp/prom" "$np" "$(cd "$(dirname "$0")/../.." && pwd)" "$tmp/log/prometheus.log"
+      by_node=$(prom_wait 'sum by (node, category) (firstfault_job_failures_total)')
+      echo "Prometheus, failures by node and category: $by_node"
+      python3 - "$by_node" <<'PY' || fail "PromQL: the real jobs' failures by node and category"
+import json, sys
+got = {(r["metric"]["node"], r["metric"]["category"]): float(r["value"][1]) for r in json.loads(sys.argv[1])}
+assert got.get(("localhost", "host-memory")) == 1.0, got   # the MemoryError job
+assert got.get(("localhost", "launcher"), 0) >= 1.0, got    # the time-limit job (slurm.job.time-limit)
+PY
+      rule=$(prom_wait 'node_class:firstfault_job_failures:1d{node="localhost"}')
+      echo "recording rule node_class:firstfault_job_failures:1d: $rule"
+      [ "$rule" != "[]" ] || fail "docs/fleet-rules.yml's recording rule has no value for the real node"
+    else
+      echo "note: prometheus not installed; node_exporter's page is checked, not a scrape"
+    fi
   else
     echo "note: prometheus-node-exporter or curl not installed; the textfile is checked as text only"
   fi
