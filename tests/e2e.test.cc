@@ -67,6 +67,93 @@ TEST_F(E2E, Issue33TimelineRowsKeepTheirStreamsTimeAndTheirLinesRank) {
   EXPECT_NE(text.out.find("\n  ~2026-11-30 10:2"), std::string::npos) << text.out;
 }
 
+// Issue 33, item 4: a hang says where every rank was. A real 4-rank gloo run in which
+// rank 3 stopped after step 29 while ranks 0-2 waited in a recv: the decisive line is
+// another rank's timeout, so the report also quotes rank 3's own last progress line and
+// lists each rank's last step, time and line.
+TEST_F(E2E, Issue33AHangListsEachRanksLastStepAndQuotesTheStragglers) {
+  json j = diagnose_json("'" + data("06_hang.log") + "'");
+  ASSERT_TRUE(j["primary"]["hang"].is_object()) << j["primary"].dump();
+  const json& h = j["primary"]["hang"];
+  EXPECT_EQ(h["ranks_with_progress"], 4);
+  ASSERT_EQ(h["last_progress"].size(), 4u) << h.dump();
+  const json& first = h["last_progress"][0];
+  EXPECT_EQ(first["rank"], 3);
+  EXPECT_EQ(first["state"], "suspect");
+  EXPECT_EQ(first["step"], 29);
+  EXPECT_NE(first["line"]["text"].get<std::string>().find("train: epoch 0 step 29/60"), std::string::npos)
+      << first.dump();
+  EXPECT_EQ(first["line"]["line"], 149);
+  EXPECT_EQ(first["line"]["time"].get<std::string>().rfind("2026-11-30 10:23:15", 0), 0u) << first.dump();
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(h["last_progress"][i]["state"], "timed out") << h.dump();
+  // The text report: a row per group of ranks and the straggler's own line, whole.
+  Outcome text = run("diagnose --no-pager '" + data("06_hang.log") + "'");
+  EXPECT_NE(text.out.find("\nLast progress, by rank (4 ranks printed progress)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ranks 0-2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank 3's last progress line, " + data("06_hang.log") + ":149\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("> train: epoch 0 step 29/60"), std::string::npos) << text.out;
+  // Markdown has the table too.
+  Outcome md = run("diagnose --format markdown '" + data("06_hang.log") + "'");
+  EXPECT_NE(md.out.find("| 3 | 29 | "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 0-2 | 29 | "), std::string::npos) << md.out;
+}
+
+// Issue 33, item 3: the step the numbers give is in the fix. A real run whose script
+// stops at its first NaN loss ("Loss is nan at step 45"): its grad norm was already inf at
+// step 44, which the fix names with its line; a run whose loss scale fell to its floor
+// names the step the Numbers section gives.
+TEST_F(E2E, Issue33TheFixSaysTheStepTheNumbersGive) {
+  json j = diagnose_json("'" + data("02_nan_loss.log") + "'");
+  ASSERT_TRUE(j["primary"]["fix_at"].is_object()) << j["primary"].dump();
+  EXPECT_EQ(j["primary"]["fix_at"]["step"], 44);
+  EXPECT_NE(j["primary"]["fix_at"]["line"]["text"].get<std::string>().find("step 44"), std::string::npos)
+      << j["primary"]["fix_at"].dump();
+  Outcome text = run("diagnose --no-pager '" + data("02_nan_loss.log") + "'");
+  const size_t fix = text.out.find("\nFix\n");
+  ASSERT_NE(fix, std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("  In this log: first non-finite value: grad_norm = inf at step 44", fix), fix + 5)
+      << text.out;
+
+  json floor = diagnose_json("'" + data("fairseq-512-loss-scale-floor.log") + "'");
+  ASSERT_TRUE(floor["primary"]["fix_at"].is_object()) << floor["primary"].dump();
+  bool said = false;
+  for (const auto& v : floor["series"]["verdicts"]) {
+    if (v["step"] == floor["primary"]["fix_at"]["step"] && v["summary"] == floor["primary"]["fix_at"]["what"]) said = true;
+  }
+  EXPECT_TRUE(said) << floor["primary"]["fix_at"].dump() << floor["series"]["verdicts"].dump();
+  // A failure that is not numerical gets none.
+  json hang = diagnose_json("'" + data("06_hang.log") + "'");
+  EXPECT_TRUE(hang["primary"]["fix_at"].is_null());
+}
+
+// The same real run as its script would have logged it with fewer numbers: without the
+// grad norm, the loss's divergence is where it began; without loss and grad norm, the
+// failing rank's last progress line (the script stopped at its NaN before printing one).
+TEST_F(E2E, Issue33WithFewerNumbersTheFixSaysTheSpikeOrTheLastStep) {
+  auto without = [&](const std::vector<std::string>& metrics, const std::string& name) {
+    std::string log = read_file(data("02_nan_loss.log"));
+    for (const auto& m : metrics) {
+      const std::string key = " | " + m + " ";
+      for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at)) {
+        const size_t end = log.find(' ', at + key.size());
+        log.erase(at, end - at);
+      }
+    }
+    write_file(dir_ / name, log);
+    return diagnose_json("'" + (dir_ / name).string() + "'")["primary"];
+  };
+  json spike = without({"grad_norm"}, "no-grad-norm.log");
+  ASSERT_TRUE(spike["fix_at"].is_object()) << spike.dump();
+  EXPECT_EQ(spike["fix_at"]["step"], 44);
+  EXPECT_EQ(spike["fix_at"]["what"].get<std::string>().rfind("loss diverged: ", 0), 0u) << spike["fix_at"].dump();
+  json last = without({"grad_norm", "loss"}, "no-loss.log");
+  ASSERT_TRUE(last["fix_at"].is_object()) << last.dump();
+  EXPECT_EQ(last["fix_at"]["what"], "the last progress line before the failure is at step 44");
+  EXPECT_NE(last["fix_at"]["line"]["text"].get<std::string>().find("step 44/80 | lr "), std::string::npos)
+      << last["fix_at"].dump();
+}
+
 TEST_F(E2E, JsonContractOnARealMultiRankFailure) {
   json j = diagnose_json("'" + data("01_rank_exception__rankprefix.log") + "'");
   EXPECT_EQ(j["schema"], "firstfault.diagnosis/2");

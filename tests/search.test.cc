@@ -122,6 +122,45 @@ TEST(Search, TextTableAndExitCodes) {
   EXPECT_EQ(stdin_run.rc, 1);
 }
 
+// Issue 33, item 8: the text stops at the relevance cut-off the JSON counts, and says
+// how many weaker matches it left out; --limit 0 shows them all.
+TEST(Search, Issue33TheTextStopsAtTheRelevanceCutOff) {
+  auto rows = [](const std::string& out) {
+    size_t n = 0;
+    for (size_t at = out.find('\n'); at != std::string::npos && at + 1 < out.size(); at = out.find('\n', at + 1))
+      if (std::isdigit(static_cast<unsigned char>(out[at + 1]))) ++n;
+    return n;
+  };
+  bool cut_by_limit = false, cut_by_relevance = false;
+  for (const char* q : {"nccl timeout", "gpu fallen off the bus"}) {
+    auto j = search_json(q, 0);
+    const size_t relevant = j["relevant"].get<size_t>(), total = j["total"].get<size_t>();
+    ASSERT_GT(relevant, 0u) << q;
+    ASSERT_LT(relevant, total) << q;
+    CmdResult r = run(std::string("search ") + quote(q));
+    EXPECT_EQ(r.rc, 0);
+    const size_t shown = std::min<size_t>(10, relevant);  // the default --limit is 10
+    EXPECT_EQ(rows(r.out), shown) << r.out;
+    const size_t weaker = total - relevant;
+    if (relevant > shown) {
+      cut_by_limit = true;
+      EXPECT_NE(r.out.find("(" + std::to_string(relevant - shown) + " more good match" +
+                           (relevant - shown == 1 ? "" : "es") + ", " + std::to_string(weaker) +
+                           " weaker; --limit 0 shows all)"),
+                std::string::npos)
+          << r.out;
+    } else {
+      cut_by_relevance = true;
+      EXPECT_NE(r.out.find("(" + std::to_string(weaker) + " weaker match" + (weaker == 1 ? "" : "es") +
+                           " not shown; --limit 0 shows all)"),
+                std::string::npos)
+          << r.out;
+    }
+    EXPECT_EQ(rows(run(std::string("search --limit 0 ") + quote(q)).out), total) << q;
+  }
+  EXPECT_TRUE(cut_by_limit && cut_by_relevance) << "the queries no longer reach both cases: pick others";
+}
+
 TEST(KbList, PhaseAndTagFilters) {
   CmdResult r = run("kb list --phase checkpoint --format json");
   ASSERT_EQ(r.rc, 0);

@@ -118,6 +118,12 @@ void fill_primary(Ctx& c) {
   f.rank_how = c.rank_how;
   f.node_source = c.node_source;
   f.fingerprint = template_::fingerprint(f.id, de.text);
+  // A hang found by another rung of the rank ladder still gets its collective read.
+  if (!c.hang && primary->category == "hang") {
+    Hang h = analyse_hang(c.events, incidents_view(c.incidents), c.launcher_failures, c.sources);
+    if (h.seq >= 0 || h.timeout_ms > 0 || !h.timed_out.empty()) c.hang = std::move(h);
+  }
+  if (c.hang) add_last_progress(*c.hang, c.numbers, c.sources);
   f.hang = c.hang;
   f.exception_type = primary->exc_type;
   Evidence dec = to_evidence(de, c.sources);

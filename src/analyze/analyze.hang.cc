@@ -1,5 +1,6 @@
 // analyze.hang.cc — hang analysis: the stuck collective (the sequence number most ranks report), when it
 // started, the ranks that timed out and the suspects that never entered it.
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <set>
@@ -88,6 +89,38 @@ Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Inci
     }
   }
   return h;
+}
+
+// Each rank's last progress line (issue 33 item 4): where every rank was when the job
+// stopped moving, the suspects first, so the report quotes the straggler's own line
+// rather than only another rank's timeout.
+void add_last_progress(Hang& h, const JobNumbers& numbers, const std::vector<SourceSummary>& sources) {
+  if (numbers.series == nullptr) return;
+  const std::set<int> suspects(h.suspects.begin(), h.suspects.end());
+  const std::set<int> timed_out(h.timed_out.begin(), h.timed_out.end());
+  std::vector<Hang::RankLast> rows;
+  for (const auto& [rank, pt] : numbers.series->last_progress()) {
+    if (rank < 0) continue;  // a stream without a rank, or the summary of ranks past the bound
+    Hang::RankLast r;
+    r.rank = rank;
+    r.step = pt.step;
+    r.state = suspects.count(rank) ? "suspect" : timed_out.count(rank) ? "timed out" : "";
+    r.line.source = pt.source < sources.size() ? sources[pt.source].name : "";
+    r.line.line = pt.line;
+    r.line.rank = rank;
+    if (pt.time_us != record::kNoTime) r.line.time = format_time(pt.time_us, numbers.last_time_clock);
+    r.line.text = std::string(numbers.series->last_progress_text(rank));
+    rows.push_back(std::move(r));
+  }
+  h.ranks_with_progress = rows.size();
+  std::stable_sort(rows.begin(), rows.end(), [](const Hang::RankLast& a, const Hang::RankLast& b) {
+    const bool sa = a.state == "suspect", sb = b.state == "suspect";
+    if (sa != sb) return sa;
+    if (a.step != b.step) return a.step < b.step;
+    return a.rank < b.rank;
+  });
+  if (rows.size() > Hang::kMaxRankRows) rows.resize(Hang::kMaxRankRows);
+  h.last = std::move(rows);
 }
 
 }  // namespace ff::analyze::detail

@@ -171,7 +171,22 @@ void read_numbers(Ctx& c) {
     if (v.id == "non-finite") nonfinite = &v;
     if (!ends && (v.id == "ends-non-finite" || v.id == "skipped" || v.id == "nan-iterations")) ends = &v;
   }
+  // Where a numerical failure began, for the fix: the first non-finite value, else the
+  // loss scale's floor, else a value non-finite to the end, else a spike.
+  const Verdict* began = nonfinite ? nonfinite : terminal ? terminal : ends;
+  if (!began) {
+    for (const auto& v : d.verdicts) {
+      if (v.id == "loss-spike" && v.step) began = &v;
+      if (began) break;
+    }
+  }
+  auto say_fix_at = [&] {
+    if (!d.primary || d.primary->category != "numerical" || !began || !began->step) return;
+    d.primary->fix_at = Finding::FixAt{*began->step, began->summary,
+                                       began->evidence.empty() ? Evidence{} : began->evidence.front()};
+  };
   if (d.primary) {
+    say_fix_at();
     if (c.on(Rule::kSeriesConfirm) && d.primary->category == "numerical" && (terminal || nonfinite)) {
       d.primary->confidence = std::max(d.primary->confidence, 0.95);
       const Verdict& v = terminal ? *terminal : *nonfinite;
@@ -190,6 +205,7 @@ void read_numbers(Ctx& c) {
   }
   if (!d.primary && nonfinite && !ends)
     d.notes.push_back(nonfinite->summary + ", finite again after it: an overflowing step that was skipped.");
+  say_fix_at();
 }
 
 namespace {
@@ -230,6 +246,23 @@ void read_progress(Ctx& c) {
     if (c.primary && !lp.empty()) {
       auto it = lp.find(c.rank);
       p.failed_at = it != lp.end() ? it->second.step : *p.last_step;
+      // A numerical failure the series did not see begin (a script that stops at its first
+      // NaN prints no NaN progress line): the failing rank's last step is where to look.
+      Finding* f = c.d.primary ? &*c.d.primary : nullptr;
+      // (No rank, as when all ranks failed alike: the rank that got furthest.)
+      auto at = it != lp.end() ? it : std::max_element(lp.begin(), lp.end(), [](const auto& a, const auto& b) {
+        return a.second.step < b.second.step;
+      });
+      if (f && f->category == "numerical" && !f->fix_at && at != lp.end()) {
+        const metrics::Point& pt = at->second;
+        Evidence e;
+        e.source = pt.source < c.sources.size() ? c.sources[pt.source].name : "";
+        e.line = pt.line;
+        if (at->first >= 0) e.rank = at->first;
+        if (pt.time_us != record::kNoTime) e.time = format_time(pt.time_us, c.numbers.last_time_clock);
+        e.text = std::string(c.numbers.series->last_progress_text(at->first));
+        f->fix_at = Finding::FixAt{pt.step, "the last progress line before the failure is at step " + fmt_step(pt.step), e};
+      }
     }
   }
   for (const Event* e : c.completions) {

@@ -132,6 +132,7 @@ void attribute_rank(Ctx& c);
 // analyze.hang.cc
 Hang analyse_hang(const std::vector<Event>& events, const std::vector<const Incident*>& incidents,
                   const std::vector<const Event*>& launcher_failures, const std::vector<SourceSummary>& sources);
+void add_last_progress(Hang& h, const JobNumbers& numbers, const std::vector<SourceSummary>& sources);
 
 // analyze.verdict.cc
 void read_numbers(Ctx& c);

@@ -61,6 +61,17 @@ struct Hang {
   std::vector<int> timed_out;  // ranks whose watchdog fired
   std::vector<int> suspects;   // ranks that never entered it (or never timed out)
   std::string reasoning;
+  // Each rank's last progress line, the suspects first, then by last step (lowest first)
+  // and rank: at most kMaxRankRows rows; ranks_with_progress counts them all.
+  struct RankLast {
+    int rank = 0;
+    double step = 0;
+    std::string state;  // "suspect", "timed out" or "" (neither)
+    Evidence line;      // the rank's last progress line (time as the analysis reads it)
+  };
+  static constexpr size_t kMaxRankRows = 64;
+  std::vector<RankLast> last;
+  size_t ranks_with_progress = 0;
 };
 
 // A frame of the decisive line's traceback.
@@ -115,6 +126,15 @@ struct Finding {
   std::string node_source;   // how the node was found
   std::string fingerprint;   // stable across ranks, times, addresses and sizes
   std::optional<Hang> hang;  // for hangs: the stuck collective
+  // The step the log's numbers give for the fix (issue 33 item 3): where a numerical
+  // failure began in this log (its first non-finite value, the loss scale at its floor, a
+  // spike, or else the last step before the failure), said with the fix.
+  struct FixAt {
+    double step = 0;
+    std::string what;  // one line, as the Numbers section says it
+    Evidence line;
+  };
+  std::optional<FixAt> fix_at;
   // The decisive line's traceback (outermost first; the innermost frames when it was
   // longer, traceback_dropped saying how many went), and its innermost frame in the user's
   // own code (not an installed package or the standard library: kb library_frames).

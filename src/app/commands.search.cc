@@ -172,7 +172,11 @@ int run_search(const Options& opt) {
   std::vector<SearchResult> results = rank_search(*loaded, index, text);
   const size_t total = results.size();
   const size_t relevant = relevant_count(results);
-  if (opt.limit > 0 && results.size() > opt.limit) results.resize(opt.limit);
+  // The text stops at the relevance cut-off (issue 33 item 8: the closest few, not "418
+  // matching"); --limit 0 shows every match, JSON keeps the limit and says the count.
+  const size_t text_limit = opt.limit == 0 ? 0 : relevant > 0 ? std::min<size_t>(opt.limit, relevant) : opt.limit;
+  const size_t limit = opt.format == "json" ? opt.limit : text_limit;
+  if (limit > 0 && results.size() > limit) results.resize(limit);
 
   if (opt.format == "json") {
     std::cout
@@ -209,7 +213,21 @@ int run_search(const Options& opt) {
       }
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
-    if (total > results.size()) fmt::print("({} more; --limit 0 shows all)\n", total - results.size());
+    if (total > results.size()) {
+      const size_t more_relevant = relevant > results.size() ? relevant - results.size() : 0;
+      const size_t weaker = total - results.size() - more_relevant;
+      std::string tail;
+      if (relevant == 0)
+        tail = fmt::format("(no entry holds enough of the words; these are the closest of {}; --limit 0 shows all)\n",
+                           total);
+      else if (more_relevant > 0)
+        tail = fmt::format("({} more good match{}, {} weaker; --limit 0 shows all)\n", more_relevant,
+                           more_relevant == 1 ? "" : "es", weaker);
+      else
+        tail = fmt::format("({} weaker match{} not shown; --limit 0 shows all)\n", weaker, weaker == 1 ? "" : "es");
+      tail = wrap_text(tail, width);
+      std::fwrite(tail.data(), 1, tail.size(), stdout);
+    }
   }
   return results.empty() ? 1 : 0;
 }

@@ -308,6 +308,7 @@ class SeriesSet {
   SeriesSet(const SeriesSet& o)
       : series_(o.series_),
         last_progress_(o.last_progress_),
+        last_text_(o.last_text_),
         last_step_(o.last_step_),
         own_ranks_(o.own_ranks_),
         other_seen_(o.other_seen_),
@@ -315,6 +316,7 @@ class SeriesSet {
   SeriesSet& operator=(const SeriesSet& o) {
     series_ = o.series_;
     last_progress_ = o.last_progress_;
+    last_text_ = o.last_text_;
     last_step_ = o.last_step_;
     own_ranks_ = o.own_ranks_;
     other_seen_ = o.other_seen_;
@@ -339,6 +341,11 @@ class SeriesSet {
   bool empty() const { return series_.empty(); }
   // The last progress line per rank (its step and time), for stalls and stragglers.
   const std::map<int, Point>& last_progress() const { return last_progress_; }
+  // ... and its text (capped), for the hang's table of each rank's last step.
+  std::string_view last_progress_text(int rank) const {
+    auto it = last_text_.find(rank);
+    return it == last_text_.end() ? std::string_view() : std::string_view(it->second);
+  }
   // The grids append() publishes, for SeriesBatch::add on other threads (made on first
   // use; valid as long as the set).
   const StepGrids* grids(size_t metrics);
@@ -356,12 +363,14 @@ class SeriesSet {
   std::shared_ptr<StepGrids> grids_;
   std::map<std::pair<MetricId, int>, Series> series_;
   std::map<int, Point> last_progress_;
+  std::map<int, std::string> last_text_;  // copied once per rank and batch, not per line
   std::map<int, double> last_step_;
   // Per rank, pointers into the maps above (their nodes never move), so append() finds
   // a rank's series without a map search per metric.
   struct RankRefs {
     std::vector<Series*> by_metric;
     Point* last_progress = nullptr;
+    std::string* last_text = nullptr;
     double* last_step = nullptr;
   };
   std::unordered_map<int, RankRefs> refs_;

@@ -120,6 +120,7 @@ void SeriesSet::add(int rank, const ProgressLine& line, uint32_t source, uint64_
   last_step_[rank] = step;
   for (const Sample& s : line.samples) add_sample(rank, s.metric, step, s.value, source, line_no, time_us, text);
   last_progress_[rank] = Point{step, 0, source, line_no, time_us};
+  last_text_[rank].assign(capped(text));
 }
 
 void SeriesBatch::clear() {
@@ -240,6 +241,9 @@ SeriesSet::RankRefs& SeriesSet::refs_of(int rank) {
   if (r.last_step == nullptr) {
     if (auto ls = last_step_.find(rank); ls != last_step_.end()) r.last_step = &ls->second;
   }
+  if (r.last_text == nullptr) {
+    if (auto lt = last_text_.find(rank); lt != last_text_.end()) r.last_text = &lt->second;
+  }
   return r;
 }
 
@@ -331,6 +335,8 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
     *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];
     if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[key];
     *refs.last_progress = point_of_line(r.last_line, 0);
+    if (refs.last_text == nullptr) refs.last_text = &last_text_[key];
+    refs.last_text->assign(capped(text_of(b.lines_[r.last_line].text_ref)));
   }
   b.clear();
 }

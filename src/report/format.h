@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,44 @@ inline std::string id_word(const std::string& id) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return shell_quote(id);
   }
   return id;
+}
+
+// A hang's table of each rank's last progress line (issue 33 item 4), as rows: each
+// suspect alone, the other ranks grouped by last step and state in the order the analysis
+// gives (lowest step first); at most max_rows rows, the last saying how many ranks are left.
+struct HangRow {
+  std::vector<int> ranks;
+  double step = 0;
+  std::string state;                        // "suspect", "timed out", ""
+  const analyze::Evidence* line = nullptr;  // the first rank's line; null on the "more" row
+};
+inline std::vector<HangRow> hang_rows(const analyze::Hang& h, size_t max_rows) {
+  std::vector<HangRow> rows;
+  std::map<std::pair<double, std::string>, size_t> group;  // (step, state) -> row
+  for (const auto& r : h.last) {
+    if (r.state != "suspect") {
+      auto [it, added] = group.try_emplace({r.step, r.state}, rows.size());
+      if (!added) {
+        rows[it->second].ranks.push_back(r.rank);
+        continue;
+      }
+    }
+    rows.push_back(HangRow{{r.rank}, r.step, r.state, &r.line});
+  }
+  for (auto& row : rows) std::sort(row.ranks.begin(), row.ranks.end());
+  if (rows.size() > max_rows && max_rows > 0) {
+    HangRow more;
+    for (size_t i = max_rows - 1; i < rows.size(); ++i) more.ranks.insert(more.ranks.end(), rows[i].ranks.begin(), rows[i].ranks.end());
+    std::sort(more.ranks.begin(), more.ranks.end());
+    rows.resize(max_rows - 1);
+    rows.push_back(std::move(more));
+  }
+  return rows;
+}
+
+// "rank 3", "ranks 0-2, 4".
+inline std::string ranks_label(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + ranks_text(ranks);
 }
 
 }  // namespace ff::report::detail

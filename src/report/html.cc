@@ -546,6 +546,27 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
           hg.timeout_ms > 0 ? fmt::format(" (timeout {} s)", hg.timeout_ms / 1000) : "", hg.timed_out.size(),
           hg.timed_out.size() == 1 ? "" : "s", hg.suspects.empty() ? "" : "; suspect ranks " + ranks_text(hg.suspects));
       if (!hg.reasoning.empty()) out += fmt::format("<p class=\"muted\">{}</p>\n", h(hg.reasoning));
+      if (!hg.last.empty()) {
+        out += fmt::format(
+            "<table class=\"hang\"><caption>Last progress, by rank ({} printed progress)</caption><thead><tr>"
+            "<th>ranks</th><th>step</th><th>time</th><th>line</th><th>state</th></tr></thead><tbody>\n",
+            h(detail::plural(hg.ranks_with_progress, "rank")));
+        for (const auto& row : detail::hang_rows(hg, 16)) {
+          if (row.line == nullptr) {
+            out += fmt::format("<tr><td>{} more</td><td></td><td></td><td></td><td></td></tr>\n", h(ranks_text(row.ranks)));
+            continue;
+          }
+          out += fmt::format("<tr><td>{}</td><td>{:g}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
+                             h(ranks_text(row.ranks)), row.step, h(row.line->time), evidence_ref(*row.line),
+                             h(row.state));
+        }
+        out += "</tbody></table>\n";
+        if (hg.last.front().state == "suspect") {
+          const auto& l = hg.last.front().line;
+          out += fmt::format("<div class=\"muted\">rank {}'s last progress line, {}</div><pre class=\"decisive\">{}</pre>\n",
+                             hg.last.front().rank, evidence_ref(l), h(l.text));
+        }
+      }
     }
     if (!p.traceback.empty()) {
       out += fmt::format("<details open><summary>Traceback ({} frame{}{})</summary><ol class=\"frames\">\n",
@@ -564,7 +585,10 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
       for (const auto& c : p.context_before) out += fmt::format("{:>6}  {}\n", c.line, h(c.text));
       out += "</pre></details>\n";
     }
-    out += "</section>\n<section id=\"fix\"><h2>Fix</h2>\n<ol>\n";
+    out += "</section>\n<section id=\"fix\"><h2>Fix</h2>\n";
+    if (p.fix_at)
+      out += fmt::format("<p>In this log: {} (<code>{}</code>).</p>\n", h(p.fix_at->what), evidence_ref(p.fix_at->line));
+    out += "<ol>\n";
     for (const auto& step : p.fix) out += fmt::format("<li>{}</li>\n", h(step));
     out += "</ol>\n";
     if (!p.verify.empty()) {

@@ -92,8 +92,39 @@ std::string render_markdown(const Diagnosis& d, const MarkdownOptions& o) {
       out += fmt::format("In your code: {}\n\n",
                          code(fmt::format("{}:{}{}", p.user_frame->file, p.user_frame->line,
                                           p.user_frame->function.empty() ? "" : " in " + p.user_frame->function)));
+    if (p.hang) {
+      const auto& h = *p.hang;
+      out += fmt::format("**Stuck collective:** {}{}{}; {} timed out{}\n\n", h.op.empty() ? "a collective" : code(h.op),
+                         h.seq >= 0 ? fmt::format(" SeqNum={}", h.seq) : "",
+                         h.timeout_ms > 0 ? fmt::format(" (timeout {} s)", h.timeout_ms / 1000) : "",
+                         detail::plural(h.timed_out.size(), "rank"),
+                         h.suspects.empty() ? "" : "; suspect " + detail::ranks_label(h.suspects));
+      if (!h.last.empty()) {
+        out += fmt::format("Last progress, by rank ({} printed progress):\n\n| ranks | step | time | line | state |\n"
+                           "|---|---|---|---|---|\n",
+                           detail::plural(h.ranks_with_progress, "rank"));
+        for (const auto& row : detail::hang_rows(h, 16)) {
+          if (row.line == nullptr) {
+            out += fmt::format("| {} more | | | | |\n", md(detail::ranks_text(row.ranks)));
+            continue;
+          }
+          out += fmt::format("| {} | {:g} | {} | {} | {} |\n", md(detail::ranks_text(row.ranks)), row.step,
+                             md(row.line->time), code(fmt::format("{}:{}", row.line->source, row.line->line)),
+                             md(row.state));
+        }
+        out += "\n";
+        if (h.last.front().state == "suspect") {
+          const auto& l = h.last.front().line;
+          out += fmt::format("Rank {}'s last progress line, {}:\n\n{}\n", h.last.front().rank,
+                             code(fmt::format("{}:{}", l.source, l.line)), block(l.text));
+        }
+      }
+    }
     if (!p.fix.empty()) {
       out += "**Fix**\n\n";
+      if (p.fix_at)
+        out += fmt::format("In this log: {} ({}).\n\n", md(p.fix_at->what),
+                           code(fmt::format("{}:{}", p.fix_at->line.source, p.fix_at->line.line)));
       for (size_t i = 0; i < p.fix.size(); ++i) out += fmt::format("{}. {}\n", i + 1, md(p.fix[i]));
       out += "\n";
     }

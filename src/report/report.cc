@@ -145,6 +145,11 @@ std::string render_json(const Diagnosis& d, int indent) {
       h["timed_out_ranks"] = p.hang->timed_out;
       h["suspect_ranks"] = p.hang->suspects;
       h["reasoning"] = str_or_null(p.hang->reasoning);
+      h["ranks_with_progress"] = p.hang->ranks_with_progress;
+      h["last_progress"] = ordered_json::array();
+      for (const auto& r : p.hang->last)
+        h["last_progress"].push_back(
+            {{"rank", r.rank}, {"step", num(r.step)}, {"state", str_or_null(r.state)}, {"line", evidence_json(r.line)}});
       pj["hang"] = h;
     } else {
       pj["hang"] = nullptr;
@@ -170,6 +175,11 @@ std::string render_json(const Diagnosis& d, int indent) {
     for (size_t i = 0; i < p.fix.size(); ++i) fix += (i ? "\n" : "") + std::to_string(i + 1) + ". " + p.fix[i];
     pj["fix"] = fix;
     pj["fix_steps"] = p.fix;
+    if (p.fix_at) {
+      pj["fix_at"] = {{"step", num(p.fix_at->step)}, {"what", p.fix_at->what}, {"line", evidence_json(p.fix_at->line)}};
+    } else {
+      pj["fix_at"] = nullptr;
+    }
     pj["verify"] = p.verify;
     if (!p.verify_where.empty()) pj["verify_where"] = p.verify_where;
     if (!p.verify_expect.empty()) pj["verify_expect"] = p.verify_expect;
@@ -353,6 +363,13 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
       if (!h.suspects.empty())
         out += fmt::format("; suspect rank{} {}", h.suspects.size() == 1 ? "" : "s", ranks_text(h.suspects));
       out += "\n";
+      // The first suspect's own last line (the decisive line above is another rank's
+      // timeout); each rank's last step follows the first screen (issue 33 item 4).
+      if (!h.last.empty() && h.last.front().state == "suspect") {
+        const auto& l = h.last.front().line;
+        out += fmt::format("{}  rank {}'s last progress line, {}:{}\n  {} {}\n", kVerbatim, h.last.front().rank,
+                           t(l.source), l.line, paint("1;33", ">"), t(l.text));
+      }
     }
     // The fix and the command that verifies it come right after the decisive line, so the
     // answer fits the first screen of a terminal; the explanation follows. When the steps
@@ -360,6 +377,8 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     auto fix_block = [&](size_t shown) {
       if (p.fix.empty()) return std::string();
       std::string b = fmt::format("\n{}\n", paint("1", "Fix"));
+      if (p.fix_at) b += fmt::format("  In this log: {} ({}:{}).\n", t(p.fix_at->what), t(p.fix_at->line.source),
+                                     p.fix_at->line.line);
       for (size_t i = 0; i < shown; ++i) b += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
       if (shown < p.fix.size())
         b += fmt::format("  ({} more step{} below)\n", p.fix.size() - shown, p.fix.size() - shown == 1 ? "" : "s");
@@ -394,6 +413,21 @@ std::string render_text(const Diagnosis& d, const TextOptions& o) {
     if (shown < p.fix.size()) {
       out += fmt::format("\n{}\n", paint("1", "Fix, the other steps"));
       for (size_t i = shown; i < p.fix.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, ml(p.fix[i]));
+    }
+    // A hang: where each rank was when the job stopped moving (issue 33 item 4).
+    if (p.hang && !p.hang->last.empty()) {
+      const auto& h = *p.hang;
+      out += fmt::format("\n{} ({} rank{} printed progress)\n", paint("1", "Last progress, by rank"),
+                         h.ranks_with_progress, h.ranks_with_progress == 1 ? "" : "s");
+      for (const auto& row : detail::hang_rows(h, o.verbose ? analyze::Hang::kMaxRankRows : 8)) {
+        if (row.line == nullptr) {
+          out += fmt::format("  {} more\n", detail::ranks_label(row.ranks));
+          continue;
+        }
+        out += fmt::format("{}  {:<12} step {:<6} {:<24} {}:{}{}\n", kVerbatim, detail::ranks_label(row.ranks),
+                           fmt::format("{:g}", row.step), t(row.line->time), t(row.line->source), row.line->line,
+                           row.state.empty() ? "" : "  " + row.state);
+      }
     }
     if (!p.summary.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "What happened"), ml(trimmed(p.summary)));
     if (!p.root_cause.empty()) out += fmt::format("\n{}\n{}\n", paint("1", "Root cause"), ml(trimmed(p.root_cause)));

@@ -102,7 +102,8 @@ with tempfile.TemporaryDirectory() as tmp:
             widths = {len(r) for r in t}
             check(len(widths) == 1, f"{name}: every row of a table has the header's cells ({sorted(widths)})")
         if d["collateral"]:
-            rows = len(tree.tables[0]) - 1 if tree.tables else 0
+            coll = [t for t in tree.tables if t and t[0] and t[0][0].strip() == "entry"]
+            rows = len(coll[0]) - 1 if coll else 0
             check(rows == min(len(d["collateral"]), 10) + (1 if len(d["collateral"]) > 10 else 0),
                   f"{name}: the collateral table has a row per incident ({rows})")
         if log == hostile:
