@@ -10,6 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 [ -f "$root/etc/os-release" ] || { echo "older-glibc: no root at $root (tools/release-root makes it): skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "older-glibc: chroot needs root: skipped"; exit 77; }
+chroot=$(command -v chroot || echo /usr/sbin/chroot)
 work=$(mktemp -d "$root/tmp/ff-smoke.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 inner=${work#"$root"}
@@ -20,4 +21,4 @@ mkdir -p "$work/kb-bad"
 printf 'entries:\n  - id: [unclosed\n    title: "x\n' >"$work/kb-bad/bad.yaml"
 echo "older-glibc: $(. "$root/etc/os-release"; echo "$PRETTY_NAME") in $root"
 # The root's own environment: its PATH, no variable of this machine's.
-env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root chroot "$root" /bin/sh "$inner/smoke.sh" "$inner/firstfault" "$inner"
+env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root "$chroot" "$root" /bin/sh "$inner/smoke.sh" "$inner/firstfault" "$inner"
