@@ -60,4 +60,15 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# The RPM for RHEL-family clusters: `make rpm` (from the portable build), or `cpack -G RPM`
+# (rpmbuild: Debian's rpm package). The same files; its Requires are rpmbuild's own reading
+# of the binary (libc.so.6 and its versions: the portable binary's glibc floor).
+set(CPACK_RPM_PACKAGE_LICENSE "Proprietary")
+set(CPACK_RPM_PACKAGE_GROUP "Development/Tools")
+set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
+set(CPACK_RPM_PACKAGE_RELEASE 1)
+# Folders other packages own (bash-completion, zsh, fish, the doc root): not claimed.
+set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION
+    /usr/share/bash-completion /usr/share/bash-completion/completions /usr/share/zsh
+    /usr/share/zsh/site-functions /usr/share/fish /usr/share/fish/vendor_completions.d /usr/share/doc)
 include(CPack)
