@@ -4,9 +4,9 @@
 # yaml-cpp, libarchive with the compression libraries it and io use (zlib, liblzma,
 # libzstd, libbz2, and whichever of libarchive's other dependencies Debian ships as .a),
 # and fmt, which Debian ships without an archive, is compiled in header-only. RE2 of
-# Debian 12 (2022-06) does not use abseil. tests/install/check-needed fails if the binary
-# needs any shared library that is not glibc's; tools/release-check also if it requires a
-# glibc version newer than 2.28.
+# Debian 12 (2022-06) does not use abseil. tools/release-check (the portable_glibc_floor
+# test) fails if the binary needs any shared library that is not glibc's or a glibc
+# version newer than 2.28.
 #
 # serve and --metrics: civetweb and prometheus-cpp (core, pull), which Debian ships as
 # shared libraries only, as static archives built from Debian's source packages by
