@@ -16,7 +16,7 @@
 //  - a symbol older glibc did not have, defined here and so bound in the static link
 //    before libc.so.6 is looked at: _dl_find_object (2.35, the static libgcc unwinder's
 //    way to find an address's unwind table), arc4random* (2.36, libarchive.a),
-//    sigabbrev_np (2.32, app/process.cc) and __libc_single_threaded (2.32, libstdc++.a).
+//    sigabbrev_np (2.32, app/watch.run.cc) and __libc_single_threaded (2.32, libstdc++.a).
 #if defined(__x86_64__)
 #define FF_GLIBC_BASE "GLIBC_2.2.5"
 #define FF_STAT_VER 1  // _STAT_VER_LINUX of the __xstat family
@@ -240,7 +240,7 @@ uint32_t arc4random_uniform(uint32_t bound) noexcept {
 }
 
 // ---- sigabbrev_np (2.32) -----------------------------------------------------------------
-// A signal's abbreviation without "SIG" (app/process.cc names a child's signal with it).
+// A signal's abbreviation without "SIG" (app/watch.run.cc names a child's signal with it).
 const char* sigabbrev_np(int sig) noexcept {
   static const struct {
     int sig;
