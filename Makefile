@@ -4,8 +4,10 @@
 # and:
 #   make install    the binary, man page, completions and docs under PREFIX (default
 #                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
-#   make release    the portable binary (build-portable/firstfault: needs only glibc) and its checks
+#   make release    the portable binary (build-portable/firstfault: needs only glibc 2.28+,
+#                   serve and --metrics in) and its checks, one inside a Debian 11 root
 #   make deb        a Debian package of it (build-portable/firstfault_*.deb)
+#   make rpm        an RPM of it for RHEL-family systems (build-portable/firstfault-*.rpm)
 #   make test-asan  the tests of our own code under AddressSanitizer + UBSan (preset asan,
 #                   build-asan/; the browser, node, packaging and load tests, and the
 #                   second corpus score, run in `make test` only: CMakePresets.json)
@@ -24,7 +26,7 @@ MAKEFLAGS += --no-print-directory
 # (their packages are not installed for them); `make test` turns them on.
 NO_TESTS_IF_NEW = $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DFF_BUILD_TESTS=OFF)
 
-.PHONY: all deps deps-build configure build run test install release deb test-asan fuzz clean
+.PHONY: all deps deps-build deps-release configure build run test install release deb rpm test-asan fuzz clean
 
 all: build
 
@@ -59,14 +61,27 @@ install: deps-build
 	  || { cat $(BUILD)/make-install.log; exit 1; }
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
-release: deps-build
+# release: the set-up first (packages, the static civetweb and prometheus-cpp built from
+# Debian's sources, the Debian 11 root of the smoke tests: each done once), then the
+# binary, its tests, and the glibc floor checked once more on the file itself.
+release: deps-release
+	@$(ROOT)/tools/portable-deps
+	@$(ROOT)/tools/release-root || echo "make release: no Debian 11 root: portable_older_glibc will skip" >&2
 	@cd $(ROOT) && cmake --preset portable >/dev/null
 	@cmake --build $(ROOT)/build-portable -j $(JOBS)
 	@cd $(ROOT)/build-portable && ctest --output-on-failure -j $(JOBS)
+	@$(ROOT)/tools/release-check $(ROOT)/build-portable/firstfault
+
+deps-release:
+	@$(ROOT)/tools/install-deps --release
 
 deb: release
 	@cd $(ROOT)/build-portable && cpack -G DEB
 	@ls $(ROOT)/build-portable/firstfault_*.deb
+
+rpm: release
+	@cd $(ROOT)/build-portable && cpack -G RPM
+	@rpm -qlp $(ROOT)/build-portable/firstfault-*.rpm
 
 test-asan: deps
 	@cd $(ROOT) && cmake --preset asan >/dev/null
@@ -77,4 +92,4 @@ fuzz: deps
 	@$(ROOT)/tools/fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ROOT)/build-portable $(ROOT)/build-asan $(ROOT)/build-fuzz
+	rm -rf $(BUILD) $(ROOT)/build-portable $(ROOT)/build-portable-deps $(ROOT)/build-asan $(ROOT)/build-fuzz

@@ -58,6 +58,25 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+if(FF_PORTABLE AND FF_GLIBC_FLOOR)
+  # dpkg-shlibdeps would say libc6 (>= 2.34): its symbols file dates pthread_create@GLIBC_2.2.5
+  # and its kin from 2.34, when they moved into libc.so.6, but on an older glibc the binary
+  # finds them in libpthread.so.0, which it keeps NEEDED (src/app/glibc_floor.cc). The floor
+  # that tools/release-check proves is the dependency.
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.28)")
+endif()
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# The RPM for RHEL-family clusters: `make rpm` (from the portable build), or `cpack -G RPM`
+# (rpmbuild: Debian's rpm package). The same files; its Requires are rpmbuild's own reading
+# of the binary (libc.so.6 and its versions: the portable binary's glibc floor).
+set(CPACK_RPM_PACKAGE_LICENSE "Proprietary")
+set(CPACK_RPM_PACKAGE_GROUP "Development/Tools")
+set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
+set(CPACK_RPM_PACKAGE_RELEASE 1)
+# Folders other packages own (man, bash-completion, zsh, fish, the doc root): not claimed.
+set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION
+    /usr/share/man /usr/share/man/man1 /usr/share/bash-completion /usr/share/bash-completion/completions /usr/share/zsh
+    /usr/share/zsh/site-functions /usr/share/fish /usr/share/fish/vendor_completions.d /usr/share/doc)
 include(CPack)

@@ -4,10 +4,25 @@
 # yaml-cpp, libarchive with the compression libraries it and io use (zlib, liblzma,
 # libzstd, libbz2, and whichever of libarchive's other dependencies Debian ships as .a),
 # and fmt, which Debian ships without an archive, is compiled in header-only. RE2 of
-# Debian 12 (2022-06) does not use abseil. tests/install/check-needed fails if the binary
-# needs any shared library that is not glibc's.
+# Debian 12 (2022-06) does not use abseil. tools/release-check (the portable_glibc_floor
+# test) fails if the binary needs any shared library that is not glibc's or a glibc
+# version newer than 2.28.
+#
+# serve and --metrics: civetweb and prometheus-cpp (core, pull), which Debian ships as
+# shared libraries only, as static archives built from Debian's source packages by
+# tools/portable-deps into FF_PORTABLE_DEPS (the portable preset asks for both: a build
+# without them fails rather than leaving them out).
+#
+# The glibc floor (FF_GLIBC_FLOOR, on by default): src/app/glibc_floor.cc and the
+# --wrap options of its list (glibc_floor.def), so that the binary linked against Debian
+# 12's glibc 2.36 asks for no symbol newer than GLIBC_2.28; tools/release-check proves it.
 #
 # Included before the find_package calls; ff_portable_finish() runs after them.
+set(FF_PORTABLE_DEPS ${PROJECT_SOURCE_DIR}/build-portable-deps/prefix CACHE PATH
+    "Static civetweb and prometheus-cpp for the portable build (tools/portable-deps)")
+option(FF_GLIBC_FLOOR "Portable build: no glibc symbol newer than GLIBC_2.28 (src/app/glibc_floor.cc)" ON)
+list(PREPEND CMAKE_PREFIX_PATH ${FF_PORTABLE_DEPS})
+set(FF_PORTABLE_FIND NO_DEFAULT_PATH PATHS ${FF_PORTABLE_DEPS})  # never the shared ones
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)  # find_library, and so the Find modules and pkg-config, take archives
 add_link_options(-static-libstdc++ -static-libgcc)
 
@@ -45,9 +60,30 @@ function(ff_portable_finish)
     set_target_properties(yaml-cpp PROPERTIES IMPORTED_LOCATION_${config} ${FF_YAML_CPP_ARCHIVE})
   endforeach()
   set_target_properties(yaml-cpp PROPERTIES IMPORTED_LOCATION ${FF_YAML_CPP_ARCHIVE})
-  # libarchive.a needs its own dependencies after it (pkg-config --static --libs libarchive).
-  ff_portable_static(archive_deps nettle acl lzma zstd lz4 bz2 z xml2)
+  # libarchive.a needs its own dependencies after it (pkg-config --static --libs libarchive),
+  # but for libxml2, which only its XAR reader and writer use: firstfault enables tar, raw and
+  # bzip2 only (io.archive.cc, io.codecs.cc, bundle.cc), so those objects stay out of the
+  # link, and libxml2.a, given, would need ICU, which is not (issue 35).
+  # (Enabling those formats alone is not enough: the pax writer's one helper sits beside
+  # the table of every writer; src/app/archive_static.cc defines it, so that object stays out.)
+  ff_portable_static(archive_deps nettle acl lzma zstd lz4 bz2 z)
   set_property(TARGET LibArchive::LibArchive APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${archive_deps})
+  target_sources(firstfault PRIVATE ${PROJECT_SOURCE_DIR}/src/app/archive_static.cc)
+  if(FF_GLIBC_FLOOR)
+    # glibc_floor.def's names, each wrapped; libpthread and libdl stay NEEDED, where glibc
+    # before 2.34 keeps the pthread and dl functions (stubs in 2.34 and later).
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 ${PROJECT_SOURCE_DIR}/src/app/glibc_floor.def)
+    file(STRINGS ${PROJECT_SOURCE_DIR}/src/app/glibc_floor.def floor_lines REGEX "^FF_(OLD|SHIM)\\(")
+    set(wraps)
+    foreach(line ${floor_lines})
+      string(REGEX REPLACE "^FF_(OLD|SHIM)\\(([A-Za-z0-9_]+).*" "\\2" name "${line}")
+      list(APPEND wraps "-Wl,--wrap=${name}")
+    endforeach()
+    target_sources(firstfault PRIVATE ${PROJECT_SOURCE_DIR}/src/app/glibc_floor.cc)
+    target_link_options(firstfault PRIVATE ${wraps}
+      -Wl,--push-state,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--pop-state)
+  endif()
   foreach(target PkgConfig::RE2 PkgConfig::HS LibArchive::LibArchive)
     if(TARGET ${target})
       get_target_property(libs ${target} INTERFACE_LINK_LIBRARIES)

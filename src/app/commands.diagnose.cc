@@ -238,9 +238,9 @@ int print_diagnosis(DiagnosedJob& job, const Options& opt) {
 #ifndef FF_HAVE_SERVE
 int run_serve(const Options&) {
   fmt::print(stderr,
-             "firstfault: this build has no web server: the portable build links everything statically, and Debian "
-             "ships civetweb only as a shared library. Build from source with libcivetweb-dev installed (make "
-             "run), or use firstfault diagnose --format html.\n");
+             "firstfault: this build has no web server (it was built without civetweb). Build from source with "
+             "libcivetweb-dev installed (make run), take the portable build (make release), or use firstfault "
+             "diagnose --format html.\n");
   return 2;
 }
 #endif

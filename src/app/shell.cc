@@ -9,6 +9,7 @@
 
 #include "base/escape.h"
 #include "kb/kb.h"
+#include "watch/exporter.h"
 
 #ifndef FF_VERSION
 #define FF_VERSION "0.0.0"
@@ -19,6 +20,12 @@
 #ifndef FF_PORTABLE_BUILD
 #define FF_PORTABLE_BUILD 0
 #endif
+#ifndef FF_HAVE_SERVE
+#define FF_HAVE_SERVE 0
+#endif
+#ifndef FF_HAVE_VECTORSCAN
+#define FF_HAVE_VECTORSCAN 0
+#endif
 
 namespace ff::app {
 
@@ -28,13 +35,19 @@ std::string version_text() {
   const kb::LoadResult r = kb::load_embedded({}, lo);
   std::string kb_line = fmt::format("{} entries, hash {:016x}", r.kb.entries.size(), kb::embedded_files_hash());
   if (!r.errors.empty()) kb_line += fmt::format(" ({} load errors: firstfault kb check)", r.errors.size());
+  // What this build includes: the parts found at build time (a build without one says so
+  // when it is asked for).
+  std::string with = FF_HAVE_VECTORSCAN ? "vectorscan" : "re2-only matcher";
+  with += FF_HAVE_SERVE ? ", serve" : ", no serve";
+  with += watch::exporter_available() ? ", --metrics" : ", no --metrics";
   return fmt::format("firstfault " FF_VERSION
                      "\n"
                      "commit: {}\n"
                      "build: {}{}\n"
+                     "includes: {}\n"
                      "knowledge base: {}",
                      build_commit(), FF_BUILD_TYPE, FF_PORTABLE_BUILD ? ", portable (static, needs only glibc)" : "",
-                     kb_line);
+                     with, kb_line);
 }
 
 namespace {

@@ -193,6 +193,11 @@ def check_deb(build_dir, portable):
         if portable:
             deps = [d.strip() for d in fields["Depends"].split(",") if d.strip()]
             check(len(deps) == 1 and deps[0].startswith("libc6"), f"the portable .deb depends on libc6 only ({deps})")
+            # No newer glibc than the binary's floor (issue 35: 2.28), so that it installs
+            # where it runs (dpkg-shlibdeps alone said 2.34).
+            m = re.match(r"libc6 \(>= (\d+)\.(\d+)\)", deps[0]) if deps else None
+            check(m is not None and (int(m.group(1)), int(m.group(2))) <= (2, 28),
+                  f"the portable .deb asks libc6 2.28 at most ({deps})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
