@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "app/commands.h"
-#include "app/kb_check.h"
+#include "pipeline/pipeline.h"
 #include "base/escape.h"
 #include "base/interrupt.h"
 #include "scan/scan.h"
