@@ -156,6 +156,45 @@ std::optional<Program> program_before(std::string_view text, size_t pos, bool pr
   return std::nullopt;
 }
 
+// An upper-case word at text[i]: a variable (NCCL_DEBUG) when a checked prefix of the names
+// tables starts it, added to `out`. Returns the position the caller's scan goes on from
+// (after its ++i).
+size_t variable_at(std::string_view text, size_t i, const NameData& d, std::vector<Use>& out) {
+  size_t j = i;
+  while (j < text.size() && (std::isupper(static_cast<unsigned char>(text[j])) ||
+                             std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '_'))
+    ++j;
+  if (j < text.size() && std::islower(static_cast<unsigned char>(text[j]))) return j;
+  std::string name(text.substr(i, j - i));
+  const std::pair<const std::string, bool>* best = nullptr;
+  for (const auto& p : d.prefixes)
+    if (starts_with(name, p.first) && (!best || p.first.size() > best->first.size())) best = &p;
+  if (best && best->second && name.size() > best->first.size()) {
+    bool glob = j < text.size() && (text[j] == '*' || text[j] == '<' || text[j] == '{');
+    while (!name.empty() && name.back() == '_') {
+      glob = true;
+      name.pop_back();
+    }
+    out.push_back({name, "env", {}, glob});
+  }
+  return j - 1;
+}
+
+// A quoted word at text[i] followed by a colon: a key of a DeepSpeed config, added to
+// `out`. Returns the position of its closing quote, or i for a lone quote (the rest is
+// still read).
+size_t config_key_at(std::string_view text, size_t i, std::vector<Use>& out) {
+  size_t j = text.find('"', i + 1);
+  if (j == std::string_view::npos) return i;
+  size_t k = j + 1;
+  while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+  std::string_view key = text.substr(i + 1, j - i - 1);
+  if (k < text.size() && text[k] == ':' && !key.empty() &&
+      std::all_of(key.begin(), key.end(), [](char c) { return std::islower((unsigned char)c) || std::isdigit((unsigned char)c) || c == '_'; }))
+    out.push_back({std::string(key), "config", {"deepspeed"}, false});
+  return j;
+}
+
 // The flags, variables and (in a DeepSpeed config) keys that a text names.
 // `kind`: the code example's kind ("megatron"), empty for a text field: programs.tsv's row
 // `code_examples.<kind>` names the program of the flags with no program word before them.
@@ -214,41 +253,11 @@ std::vector<Use> uses_in(std::string_view text, const std::string& field, const 
     }
     // VARIABLE of a checked prefix
     if (std::isupper(static_cast<unsigned char>(text[i])) && !word_char(prev)) {
-      size_t j = i;
-      while (j < text.size() && (std::isupper(static_cast<unsigned char>(text[j])) ||
-                                 std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '_'))
-        ++j;
-      if (j < text.size() && std::islower(static_cast<unsigned char>(text[j]))) {
-        i = j;
-        continue;
-      }
-      std::string name(text.substr(i, j - i));
-      const std::pair<const std::string, bool>* best = nullptr;
-      for (const auto& p : d.prefixes)
-        if (starts_with(name, p.first) && (!best || p.first.size() > best->first.size())) best = &p;
-      if (best && best->second && name.size() > best->first.size()) {
-        bool glob = j < text.size() && (text[j] == '*' || text[j] == '<' || text[j] == '{');
-        while (!name.empty() && name.back() == '_') {
-          glob = true;
-          name.pop_back();
-        }
-        out.push_back({name, "env", {}, glob});
-      }
-      i = j - 1;
+      i = variable_at(text, i, d, out);
       continue;
     }
     // "key": in a DeepSpeed config
-    if (deepspeed_config && text[i] == '"') {
-      size_t j = text.find('"', i + 1);
-      if (j == std::string_view::npos) continue;  // a lone quote: the rest is still read
-      size_t k = j + 1;
-      while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
-      std::string_view key = text.substr(i + 1, j - i - 1);
-      if (k < text.size() && text[k] == ':' && !key.empty() &&
-          std::all_of(key.begin(), key.end(), [](char c) { return std::islower((unsigned char)c) || std::isdigit((unsigned char)c) || c == '_'; }))
-        out.push_back({std::string(key), "config", {"deepspeed"}, false});
-      i = j;
-    }
+    if (deepspeed_config && text[i] == '"') i = config_key_at(text, i, out);
   }
   return out;
 }
