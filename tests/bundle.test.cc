@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/bundle.h"
+#include "bundle/bundle.h"
 #include "harness.h"
 
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.h"
-#include "app/kb_check.h"
+#include "kb_check/kb_check.h"
+#include "pipeline/pipeline.h"
 #include "base/strings.h"
 #include "record/record.h"
 

@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "app/commands.h"
-#include "app/kb_check.h"
+#include "kb_check/kb_check.h"
+#include "pipeline/pipeline.h"
 #include "base/strings.h"
 
 namespace ff::app {

@@ -1,8 +1,8 @@
 // The language server's text positions and message framing (app/lsp.h); the protocol
 // itself is tested end to end by tests/lsp (node, vscode-languageserver-protocol).
-#include "app/lsp.h"
+#include "lsp/lsp.h"
 
-#include "app/lsp_internal.h"
+#include "lsp/lsp_internal.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

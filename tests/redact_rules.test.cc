@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "app/redaction.h"
+#include "pipeline/redaction.h"
 
 namespace ff::redact {
 namespace {

@@ -16,8 +16,7 @@
 #include <random>
 #include <thread>
 
-#include "app/commands.h"
-#include "app/kb_check.h"
+#include "pipeline/pipeline.h"
 #include "harness.h"
 #include "scan/scan.h"
 #include "watch/watch.h"

@@ -5,9 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
-#include "app/commands_internal.h"
-#include "app/kb_check.h"
-#include "app/redaction.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/redaction.h"
 #include "base/escape.h"
 #include "kb/kb.h"
 #include "record/record.h"

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "app/history.h"
+#include "history/history.h"
 #include "base/escape.h"
 #include "base/strings.h"
 #include "fleet/fleet.h"

@@ -12,9 +12,9 @@
 #include <unordered_map>
 
 #include "app/commands.h"
-#include "app/commands_internal.h"
-#include "app/kb_check.h"
-#include "app/terminal.h"
+#include "kb_check/kb_check.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/terminal.h"
 #include "base/escape.h"
 #include "base/strings.h"
 #include "base/wrap.h"

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "app/commands.h"
-#include "app/kb_check.h"
+#include "pipeline/pipeline.h"
 #include "base/escape.h"
 #include "base/interrupt.h"
 #include "scan/scan.h"
@@ -42,10 +42,49 @@ void stop_server(int) {
   if (g_server != nullptr) g_server->stop();
 }
 
+// The server's address and limits from the command line.
+serve::Options serve_options(const Options& opt) {
+  serve::Options so;
+  so.bind = opt.bind;
+  so.port = opt.port;
+  so.limits.max_upload_bytes = opt.max_upload;
+  so.limits.max_running = opt.jobs != 0 ? opt.jobs : std::max(2u, std::thread::hardware_concurrency());
+  so.limits.max_waiting = opt.queue;
+  so.limits.read_timeout_s = opt.read_timeout;
+  so.limits.write_timeout_s = std::max(opt.read_timeout, 10);
+  return so;
+}
+
+// One upload diagnosed as `diagnose` would (one scanning thread: several diagnoses at once
+// share the cores), rendered in the formats the page offers.
+serve::Diagnosed diagnose_upload(const Loaded& loaded, const Options& opt, io::StreamFeed& feed,
+                                 const serve::DiagnoseRequest& request) {
+  Options o = opt;
+  o.redact = request.redact;
+  scan::ScanOptions sc;
+  sc.threads = 1;  // several diagnoses at once share the cores (serve --jobs)
+  if (opt.max_bytes > 0) sc.read.max_total_bytes = opt.max_bytes;
+  std::vector<std::string> names;
+  NamingFeed naming(feed, names);
+  const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
+    return scan::scan_feed(engine, naming, sink, sc);
+  };
+  DiagnosedJob job;
+  serve::Diagnosed out;
+  if (!diagnose_loaded(loaded, o, scan_fn, names, job)) throw std::runtime_error("--redact could not start");
+  out.nothing_read = job.nothing_read;
+  if (job.nothing_read) mark_nothing_read(job.d);
+  out.verdict = analyze::verdict_name(job.d.verdict);
+  out.json = render_report(job, "json", o);
+  out.html = render_report(job, "html", o);
+  out.markdown = render_report(job, "markdown", o);
+  return out;
+}
+
 }  // namespace
 
-// Over 80 lines: the handlers handed to serve are lambdas over this function's loaded KB
-// and options; they are set up, then the server runs until a signal.
+// The handlers handed to serve are lambdas over the loaded KB and options; the server runs
+// until a signal.
 int run_serve(const Options& opt) {
   if (!serve::is_loopback_address(opt.bind) && !opt.allow_remote) {
     fmt::print(stderr,
@@ -57,14 +96,7 @@ int run_serve(const Options& opt) {
   auto loaded = load_or_say(opt, false, KbFields::kAll);
   if (!loaded) return 2;
   const site::KeywordIndex index(*loaded->kb);
-  serve::Options so;
-  so.bind = opt.bind;
-  so.port = opt.port;
-  so.limits.max_upload_bytes = opt.max_upload;
-  so.limits.max_running = opt.jobs != 0 ? opt.jobs : std::max(2u, std::thread::hardware_concurrency());
-  so.limits.max_waiting = opt.queue;
-  so.limits.read_timeout_s = opt.read_timeout;
-  so.limits.write_timeout_s = std::max(opt.read_timeout, 10);
+  const serve::Options so = serve_options(opt);
 
   serve::Handlers h;
   h.kb = loaded->kb.get();
@@ -75,26 +107,7 @@ int run_serve(const Options& opt) {
            "\n";
   };
   h.diagnose = [&](io::StreamFeed& feed, const serve::DiagnoseRequest& request) {
-    Options o = opt;
-    o.redact = request.redact;
-    scan::ScanOptions sc;
-    sc.threads = 1;  // several diagnoses at once share the cores (serve --jobs)
-    if (opt.max_bytes > 0) sc.read.max_total_bytes = opt.max_bytes;
-    std::vector<std::string> names;
-    NamingFeed naming(feed, names);
-    const ScanFn scan_fn = [&](const scan::Engine& engine, scan::EventSink& sink) {
-      return scan::scan_feed(engine, naming, sink, sc);
-    };
-    DiagnosedJob job;
-    serve::Diagnosed out;
-    if (!diagnose_loaded(*loaded, o, scan_fn, names, job)) throw std::runtime_error("--redact could not start");
-    out.nothing_read = job.nothing_read;
-    if (job.nothing_read) mark_nothing_read(job.d);
-    out.verdict = analyze::verdict_name(job.d.verdict);
-    out.json = render_report(job, "json", o);
-    out.html = render_report(job, "html", o);
-    out.markdown = render_report(job, "markdown", o);
-    return out;
+    return diagnose_upload(*loaded, opt, feed, request);
   };
 
   serve::Server server(so, std::move(h));

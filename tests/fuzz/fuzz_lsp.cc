@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "app/lsp.h"
-#include "app/lsp_internal.h"
+#include "lsp/lsp.h"
+#include "lsp/lsp_internal.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "app/scheduler.h"
+#include "schedulers/schedulers.h"
 #include "base/strings.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
