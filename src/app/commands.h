@@ -16,6 +16,8 @@ namespace ff::app {
 int run_serve(const Options& opt);
 // `firstfault rules`: the reasoning rules of analyze, in the order they apply.
 int run_rules(const Options& opt);
+// What this build includes, for --version: "vectorscan, serve, --metrics", or "no serve"...
+std::string build_includes();
 int run_events(const Options& opt);
 int run_kb_check(const Options& opt);
 int run_kb_list(const Options& opt);

@@ -1,4 +1,4 @@
-// app/commands.rules.cc — `rules`: the reasoning rules of analyze, in the order they apply;
+// app/commands.rules.cc — `rules`: the reasoning rules of analyze, in the order they apply; what the build includes (-V);
 // and `serve` in a build without the web server.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,8 +11,25 @@
 #include "app/commands.h"
 #include "base/wrap.h"
 #include "pipeline/terminal.h"
+#include "watch/exporter.h"
 
 namespace ff::app {
+
+// The parts found at build time (a build without one says so when it is asked for).
+std::string build_includes() {
+#ifdef FF_HAVE_VECTORSCAN
+  std::string with = "vectorscan";
+#else
+  std::string with = "re2-only matcher";
+#endif
+#ifdef FF_HAVE_SERVE
+  with += ", serve";
+#else
+  with += ", no serve";
+#endif
+  with += watch::exporter_available() ? ", --metrics" : ", no --metrics";
+  return with;
+}
 
 #ifndef FF_HAVE_SERVE
 int run_serve(const Options&) {

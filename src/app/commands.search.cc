@@ -134,6 +134,9 @@ nlohmann::ordered_json results_json(const kb::KnowledgeBase& kb, std::string_vie
     o["frameworks"] = e.frameworks;
     o["match"] = r.match;
     o["why"] = r.why;
+    // The sentence of the quick answer that holds most of the matched words (serve's page
+    // shows it under the title, as the site's search does).
+    o["snippet"] = site::keyword_snippet(e.summary, r.terms);
     if (r.match == "pattern") {
       o["line"] = r.line;
       if (!r.pattern.empty()) o["pattern"] = r.pattern;

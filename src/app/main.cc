@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
       "and names the failure that happened first, on which rank and node, what is only collateral, "
       "the root cause, the fix and how to verify it. Fully offline."};
   app.name("firstfault");  // the usage says firstfault, not the path it was run from
-  app.set_version_flag("--version,-V", ff::app::version_text);  // app/shell.cc
+  app.set_version_flag("--version,-V", [] { return ff::app::version_text(ff::app::build_includes()); });  // shell/shell.cc
   app.require_subcommand(1);
   app.add_option("--kb", opt.kb_dirs, "Extra knowledge-base directory (adds entries, overrides same ids); repeatable")
       ->check(CLI::ExistingDirectory);

@@ -9,7 +9,6 @@
 
 #include "base/escape.h"
 #include "kb/kb.h"
-#include "watch/exporter.h"
 
 #ifndef FF_VERSION
 #define FF_VERSION "0.0.0"
@@ -20,26 +19,15 @@
 #ifndef FF_PORTABLE_BUILD
 #define FF_PORTABLE_BUILD 0
 #endif
-#ifndef FF_HAVE_SERVE
-#define FF_HAVE_SERVE 0
-#endif
-#ifndef FF_HAVE_VECTORSCAN
-#define FF_HAVE_VECTORSCAN 0
-#endif
 
 namespace ff::app {
 
-std::string version_text() {
+std::string version_text(const std::string& includes) {
   kb::LoadOptions lo;
   lo.page_fields = false;  // no cache_dir: --version reads and writes no file
   const kb::LoadResult r = kb::load_embedded({}, lo);
   std::string kb_line = fmt::format("{} entries, hash {:016x}", r.kb.entries.size(), kb::embedded_files_hash());
   if (!r.errors.empty()) kb_line += fmt::format(" ({} load errors: firstfault kb check)", r.errors.size());
-  // What this build includes: the parts found at build time (a build without one says so
-  // when it is asked for).
-  std::string with = FF_HAVE_VECTORSCAN ? "vectorscan" : "re2-only matcher";
-  with += FF_HAVE_SERVE ? ", serve" : ", no serve";
-  with += watch::exporter_available() ? ", --metrics" : ", no --metrics";
   return fmt::format("firstfault " FF_VERSION
                      "\n"
                      "commit: {}\n"
@@ -47,7 +35,7 @@ std::string version_text() {
                      "includes: {}\n"
                      "knowledge base: {}",
                      build_commit(), FF_BUILD_TYPE, FF_PORTABLE_BUILD ? ", portable (static, needs only glibc)" : "",
-                     with, kb_line);
+                     includes, kb_line);
 }
 
 namespace {

@@ -6,7 +6,7 @@
 // runs the subcommand to make the files that `make install` puts in place
 // (cmake/FFInstall.cmake), and tools/gen-manpage makes the man page from `--help`.
 //
-//   app.set_version_flag("--version,-V", ff::app::version_text);
+//   app.set_version_flag("--version,-V", [] { return ff::app::version_text(ff::app::build_includes()); });
 //   CLI::App* completions = ff::app::add_completions_command(app);
 //   ...
 //   if (completions->parsed()) return ff::app::run_completions(app);
@@ -26,8 +26,9 @@ namespace ff::app {
 // tracked files were modified), the build type (and "portable" for FF_PORTABLE builds),
 // and the embedded knowledge base: entries that load, and the content hash computed at
 // build time (the key of the parsed-KB and pattern caches). Loads the embedded KB without
-// the cache, so it reads and writes no file.
-std::string version_text();
+// the cache, so it reads and writes no file. `includes` says what the build has (the
+// matcher, serve, --metrics): app knows it, this module links none of them.
+std::string version_text(const std::string& includes);
 
 // The git commit of the build, as the build recorded it (generated build_info.cc).
 const char* build_commit();

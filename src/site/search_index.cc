@@ -1,6 +1,7 @@
 #include "site/search_index.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <unordered_map>
@@ -51,6 +52,50 @@ std::vector<std::string> tokenize(std::string_view text) {
     }
   }
   flush_token(cur, out);
+  return out;
+}
+
+std::string keyword_snippet(std::string_view text, const std::vector<std::string>& terms) {
+  const std::set<std::string> want(terms.begin(), terms.end());
+  // Sentences: split after . ! or ? followed by white space.
+  std::vector<std::string_view> sentences;
+  auto skip_space = [&](size_t at) {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    return at;
+  };
+  size_t from = skip_space(0);
+  for (size_t i = from; i + 1 < text.size(); ++i) {
+    if ((text[i] == '.' || text[i] == '!' || text[i] == '?') && std::isspace(static_cast<unsigned char>(text[i + 1]))) {
+      sentences.push_back(text.substr(from, i + 1 - from));
+      from = skip_space(i + 1);
+      i = from;
+      if (i > 0) --i;
+    }
+  }
+  if (from < text.size()) sentences.push_back(text.substr(from));
+  if (sentences.empty()) return std::string();
+  std::string_view best = sentences.front();
+  size_t best_score = 0;
+  for (std::string_view sentence : sentences) {
+    std::set<std::string> got;
+    for (const auto& t : tokenize(sentence))
+      if (want.count(t)) got.insert(t);
+    if (got.size() > best_score) best = sentence, best_score = got.size();
+  }
+  std::string out(best);
+  // A long sentence: about 170 bytes from 40 before the first term it holds.
+  if (out.size() > 180) {
+    std::string lower = out;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    size_t at = std::string::npos;
+    for (const auto& t : want) at = std::min(at, lower.find(t));
+    size_t start = at == std::string::npos ? 0 : (at > 40 ? at - 40 : 0);
+    start = std::min(start, out.size() - 170);
+    while (start > 0 && (static_cast<unsigned char>(out[start]) & 0xC0) == 0x80) --start;  // whole UTF-8 characters
+    size_t len = 170;
+    while (start + len < out.size() && (static_cast<unsigned char>(out[start + len]) & 0xC0) == 0x80) ++len;
+    out = (start > 0 ? "\u2026" : "") + out.substr(start, len) + "\u2026";
+  }
   return out;
 }
 

@@ -33,6 +33,11 @@ namespace ff::site {
 // a plural "s" is stripped from words longer than 3 ("timeouts" -> "timeout", not "loss").
 std::vector<std::string> tokenize(std::string_view text);
 
+// A keyword hit's snippet, as the site's search.js makes it (keywordSnippet): the sentence
+// of `text` (an entry's quick answer) holding most of `terms` (the first sentence when none
+// does), cut to about 170 bytes around the first term it holds, with an ellipsis where cut.
+std::string keyword_snippet(std::string_view text, const std::vector<std::string>& terms);
+
 // The literal text runs of an RE2 regex, for keyword search: "CUDA out of memory\. Tried"
 // yields "CUDA out of memory. Tried"; classes, groups and escapes like \d separate runs.
 std::vector<std::string> regex_literals(std::string_view regex);

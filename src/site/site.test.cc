@@ -544,5 +544,33 @@ TEST(Robustness, TruncatedAndMalformedRegexSyntax) {
   }
 }
 
+// Issue 33: a keyword hit's snippet is the quick answer's sentence with most of the
+// matched words (the first when none), cut around them when long, never inside a
+// character; serve's page and `search --format json` show it.
+TEST(Search, Issue33TheSnippetIsTheSentenceWithMostOfTheWords) {
+  const std::string summary =
+      "A process stopped answering. The NCCL watchdog aborted the communicator after the timeout. Restart it.";
+  EXPECT_EQ(keyword_snippet(summary, {"watchdog", "timeout"}),
+            "The NCCL watchdog aborted the communicator after the timeout.");
+  EXPECT_EQ(keyword_snippet(summary, {"nothing"}), "A process stopped answering.");
+  EXPECT_EQ(keyword_snippet("", {"x"}), "");
+  // A long sentence: cut around the first word it holds, with ellipses, whole characters.
+  std::string lng;
+  for (int i = 0; i < 30; ++i) lng += "d\u00e9j\u00e0 vu ";
+  lng += "watchdog fired";
+  for (int i = 0; i < 30; ++i) lng += " encore";
+  lng += ".";
+  const std::string cut = keyword_snippet(lng, {"watchdog"});
+  EXPECT_LT(cut.size(), 190u);
+  EXPECT_NE(cut.find("watchdog fired"), std::string::npos) << cut;
+  EXPECT_EQ(cut.rfind("\u2026", 0), 0u) << cut;
+  for (size_t k = 0; k < cut.size();) {  // valid UTF-8 throughout
+    const auto c = static_cast<unsigned char>(cut[k]);
+    const size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    ASSERT_NE(c & 0xC0, 0x80) << "a cut inside a character at " << k << ": " << cut;
+    k += n;
+  }
+}
+
 }  // namespace
 }  // namespace ff::site

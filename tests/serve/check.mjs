@@ -231,6 +231,14 @@ try {
   await phone.click('#tab-kb');
   await phone.fill('#query', 'NCCL watchdog timeout');
   await phone.waitForFunction(() => document.querySelectorAll('#hits li .why').length > 0);
+  // Issue 33: each hit shows the sentence of its quick answer that holds the query's words,
+  // those words marked (as the site's search does).
+  const snip = await phone.evaluate(() => {
+    const s = document.querySelector('#hits li:first-child .snip');
+    return s ? { text: s.textContent, marks: [...s.querySelectorAll('mark')].map((m) => m.textContent.toLowerCase()) } : null;
+  });
+  check(snip && snip.text.length > 20 && snip.marks.some((m) => ['nccl', 'watchdog', 'timeout'].includes(m)),
+    `search: the first hit shows a snippet with the query's words marked (${JSON.stringify(snip)})`);
   const kbOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(kbOverflow <= 0, `phone: the encyclopedia fits 390 px (${kbOverflow} px over)`);
   await phone.screenshot({ path: path.join(shots, 'phone-search.png') });

@@ -223,9 +223,26 @@ async function loadSamples() {
 
 let entries = [];
 
-function hit(id, title, category, why) {
+// A snippet with the matched words marked: text nodes and <mark>s, never HTML from the KB.
+function marked(text, terms) {
+  const want = new Set((terms || []).map((t) => t.toLowerCase()));
+  const span = el("div", { class: "snip" });
+  const re = /[A-Za-z0-9]+/g;
+  let last = 0, m;
+  while ((m = re.exec(text)) !== null) {
+    const w = m[0].toLowerCase();
+    if (!want.has(w) && !(w.length > 3 && w.endsWith("s") && want.has(w.slice(0, -1)))) continue;
+    span.append(text.slice(last, m.index), el("mark", {}, m[0]));
+    last = m.index + m[0].length;
+  }
+  span.append(text.slice(last));
+  return span;
+}
+
+function hit(id, title, category, why, snippet, terms) {
   return el("li", { "data-id": id, onclick: () => openEntry(id) },
-    el("div", {}, title), el("div", { class: "id" }, category + " · " + id), why ? el("div", { class: "why" }, why) : null);
+    el("div", {}, title), el("div", { class: "id" }, category + " · " + id),
+    snippet ? marked(snippet, terms) : null, why ? el("div", { class: "why" }, why) : null);
 }
 
 function listAll() {
@@ -248,7 +265,7 @@ async function search() {
   const weaker = j.total - (j.relevant === undefined ? j.results.length : j.relevant);
   $("kb-count").textContent = (j.relevant === undefined ? j.total : j.relevant) + " good match" +
     ((j.relevant === undefined ? j.total : j.relevant) === 1 ? "" : "es") + (weaker > 0 ? "; " + weaker + " weaker not shown" : "");
-  $("hits").replaceChildren(...j.results.slice(0, good).map((h) => hit(h.id, h.title, h.category, h.why)));
+  $("hits").replaceChildren(...j.results.slice(0, good).map((h) => hit(h.id, h.title, h.category, h.why, h.snippet, h.terms)));
 }
 
 // An element holding HTML the server rendered from a KB text field (escaped first, then
