@@ -378,6 +378,7 @@ class SeriesSet {
   std::vector<uint64_t> other_seen_;   // a bit per later rank seen (ranks below 2^27)
   uint64_t other_ranks_ = 0;
   RankRefs& refs_of(int rank);
+  void set_last(RankRefs& refs, int key, double step, const Point& at, std::string_view text);
   Series& series_of(RankRefs& refs, MetricId metric, int rank);
 };
 

@@ -247,6 +247,16 @@ SeriesSet::RankRefs& SeriesSet::refs_of(int rank) {
   return r;
 }
 
+// A rank's last step, progress line and its text, after a batch.
+void SeriesSet::set_last(RankRefs& refs, int key, double step, const Point& at, std::string_view text) {
+  if (refs.last_step == nullptr) refs.last_step = &last_step_[key];
+  *refs.last_step = step;
+  if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[key];
+  *refs.last_progress = at;
+  if (refs.last_text == nullptr) refs.last_text = &last_text_[key];
+  refs.last_text->assign(capped(text));
+}
+
 Series& SeriesSet::series_of(RankRefs& refs, MetricId metric, int rank) {
   if (metric >= refs.by_metric.size()) refs.by_metric.resize(static_cast<size_t>(metric) + 1, nullptr);
   Series*& s = refs.by_metric[metric];
@@ -331,12 +341,8 @@ void SeriesSet::append(SeriesBatch& b, const std::function<std::string_view(uint
       }
       if (grids_) grids_->publish(P.metric, key, S.anchor, S.stride);
     }
-    if (refs.last_step == nullptr) refs.last_step = &last_step_[key];
-    *refs.last_step = r.has_step ? r.last_step : rel_steps[r.rel];
-    if (refs.last_progress == nullptr) refs.last_progress = &last_progress_[key];
-    *refs.last_progress = point_of_line(r.last_line, 0);
-    if (refs.last_text == nullptr) refs.last_text = &last_text_[key];
-    refs.last_text->assign(capped(text_of(b.lines_[r.last_line].text_ref)));
+    set_last(refs, key, r.has_step ? r.last_step : rel_steps[r.rel], point_of_line(r.last_line, 0),
+             text_of(b.lines_[r.last_line].text_ref));
   }
   b.clear();
 }
