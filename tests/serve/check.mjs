@@ -239,6 +239,14 @@ try {
   });
   check(snip && snip.text.length > 20 && snip.marks.some((m) => ['nccl', 'watchdog', 'timeout'].includes(m)),
     `search: the first hit shows a snippet with the query's words marked (${JSON.stringify(snip)})`);
+  // Issue 33: on a phone the entry opens below the list of hits; a tap on a hit brings it
+  // into view (it used to open about 2,000 px below, off the screen).
+  await phone.click('#hits li:first-child');
+  await phone.waitForSelector('#entry:not([hidden]) h2');
+  const entryTop = await phone.evaluate(() => document.querySelector('#entry').getBoundingClientRect().top);
+  check(entryTop >= 0 && entryTop < 844 / 2, `phone: a tap on a hit shows its entry on the screen (top at ${Math.round(entryTop)} px)`);
+  await phone.screenshot({ path: path.join(shots, 'phone-entry.png') });
+  await phone.evaluate(() => window.scrollTo(0, 0));
   const kbOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(kbOverflow <= 0, `phone: the encyclopedia fits 390 px (${kbOverflow} px over)`);
   await phone.screenshot({ path: path.join(shots, 'phone-search.png') });

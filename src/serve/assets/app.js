@@ -310,6 +310,10 @@ async function openEntry(id) {
     art.append(el("h3", {}, "References"), ul);
   }
   art.hidden = false;
+  // On a narrow screen the entry sits below the list of hits: bring it into view, or a tap
+  // on a hit seems to do nothing (issue 33). Side by side, it is already in view.
+  const top = art.getBoundingClientRect().top;
+  if (top < 0 || top > window.innerHeight / 2) art.scrollIntoView({ block: "start" });
   history.replaceState(null, "", "#entry=" + encodeURIComponent(id));
 }
 
