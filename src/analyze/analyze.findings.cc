@@ -23,6 +23,18 @@ Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources) 
   return ev;
 }
 
+// A rank's last progress line (its step's point and the text the series kept) as evidence.
+Evidence progress_evidence(const JobNumbers& numbers, int rank, const metrics::Point& pt,
+                           const std::vector<SourceSummary>& sources) {
+  Evidence e;
+  e.source = pt.source < sources.size() ? sources[pt.source].name : "";
+  e.line = pt.line;
+  if (rank >= 0) e.rank = rank;
+  if (pt.time_us != record::kNoTime) e.time = format_time(pt.time_us, numbers.last_time_clock);
+  e.text = std::string(numbers.series->last_progress_text(rank));
+  return e;
+}
+
 namespace {
 
 bool is_library_frame(const kb::KnowledgeBase& kb, const std::string& file) {

@@ -105,11 +105,7 @@ void add_last_progress(Hang& h, const JobNumbers& numbers, const std::vector<Sou
     r.rank = rank;
     r.step = pt.step;
     r.state = suspects.count(rank) ? "suspect" : timed_out.count(rank) ? "timed out" : "";
-    r.line.source = pt.source < sources.size() ? sources[pt.source].name : "";
-    r.line.line = pt.line;
-    r.line.rank = rank;
-    if (pt.time_us != record::kNoTime) r.line.time = format_time(pt.time_us, numbers.last_time_clock);
-    r.line.text = std::string(numbers.series->last_progress_text(rank));
+    r.line = progress_evidence(numbers, rank, pt, sources);
     rows.push_back(std::move(r));
   }
   h.ranks_with_progress = rows.size();

@@ -175,10 +175,9 @@ void read_numbers(Ctx& c) {
   // loss scale's floor, else a value non-finite to the end, else a spike.
   const Verdict* began = nonfinite ? nonfinite : terminal ? terminal : ends;
   if (!began) {
-    for (const auto& v : d.verdicts) {
-      if (v.id == "loss-spike" && v.step) began = &v;
-      if (began) break;
-    }
+    auto spike = std::find_if(d.verdicts.begin(), d.verdicts.end(),
+                              [](const Verdict& v) { return v.id == "loss-spike" && v.step; });
+    if (spike != d.verdicts.end()) began = &*spike;
   }
   auto say_fix_at = [&] {
     if (!d.primary || d.primary->category != "numerical" || !began || !began->step) return;
@@ -255,13 +254,8 @@ void read_progress(Ctx& c) {
       });
       if (f && f->category == "numerical" && !f->fix_at && at != lp.end()) {
         const metrics::Point& pt = at->second;
-        Evidence e;
-        e.source = pt.source < c.sources.size() ? c.sources[pt.source].name : "";
-        e.line = pt.line;
-        if (at->first >= 0) e.rank = at->first;
-        if (pt.time_us != record::kNoTime) e.time = format_time(pt.time_us, c.numbers.last_time_clock);
-        e.text = std::string(c.numbers.series->last_progress_text(at->first));
-        f->fix_at = Finding::FixAt{pt.step, "the last progress line before the failure is at step " + fmt_step(pt.step), e};
+        f->fix_at = Finding::FixAt{pt.step, "the last progress line before the failure is at step " + fmt_step(pt.step),
+                                   progress_evidence(c.numbers, at->first, pt, c.sources)};
       }
     }
   }

@@ -119,6 +119,8 @@ std::string iso_time(int64_t us, record::Clock clock, bool subsecond);
 
 // analyze.findings.cc
 Evidence to_evidence(const Event& e, const std::vector<SourceSummary>& sources);
+Evidence progress_evidence(const JobNumbers& numbers, int rank, const metrics::Point& pt,
+                           const std::vector<SourceSummary>& sources);
 void fill_primary(Ctx& c);
 void group_collateral(Ctx& c);
 void list_hypotheses(Ctx& c);
