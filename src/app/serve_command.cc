@@ -61,6 +61,9 @@ serve::Diagnosed diagnose_upload(const Loaded& loaded, const Options& opt, io::S
                                  const serve::DiagnoseRequest& request) {
   Options o = opt;
   o.redact = request.redact;
+  // The report's encyclopedia link opens the entry on the page itself (its frame may
+  // navigate the page on a click: index.html's sandbox).
+  o.entry_link = [](const std::string& id) { return "/#entry=" + id; };
   scan::ScanOptions sc;
   sc.threads = 1;  // several diagnoses at once share the cores (serve --jobs)
   if (opt.max_bytes > 0) sc.read.max_total_bytes = opt.max_bytes;

@@ -151,8 +151,8 @@ std::string render_report(DiagnosedJob& job, const std::string& format, const Op
   if (format == "json")
     return redactor ? add_redaction_json(report::render_json(d), *redactor) : report::render_json(d);
   // --site-url: where an entry's encyclopedia page is, for the html and sarif reports' links.
-  std::function<std::string(const std::string&)> entry_link;
-  if (!opt.site_url.empty()) {
+  std::function<std::string(const std::string&)> entry_link = opt.entry_link;
+  if (!entry_link && !opt.site_url.empty()) {
     std::string base = opt.site_url;
     if (base.back() != '/') base += '/';
     entry_link = [base](const std::string& id) { return base + "entries/" + site::slug(id) + ".html"; };

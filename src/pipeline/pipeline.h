@@ -45,6 +45,9 @@ struct Options {
   std::string out_dir;                 // site: where the encyclopedia is written
   std::string output;                  // diagnose -o: the report's file ("" or "-": stdout)
   std::string site_url;                // diagnose --site-url: the encyclopedia, for the html report's links
+  // Where an entry is shown by a surface that has its own encyclopedia (serve: "/#entry=ID");
+  // when set, it is the html report's link rather than --site-url's page.
+  std::function<std::string(const std::string& id)> entry_link;
   std::vector<std::string> control;    // diff: the healthy control run; verify: the rerun (--after)
   uint64_t max_bytes = 0;              // decompressed bytes read over all inputs; 0 = io's default
   unsigned threads = 0;                // scanning threads; 0 = one per core (pipeline/perf.h)

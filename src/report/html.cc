@@ -602,7 +602,8 @@ std::string render_html(const Diagnosis& d, const HtmlOptions& o) {
     if (!p.root_cause.empty()) out += fmt::format("<h2>Root cause</h2>\n<p>{}</p>\n", h(p.root_cause));
     out += fmt::format("<p class=\"muted\">Encyclopedia: ");
     const std::string link = o.entry_link ? o.entry_link(p.id) : std::string();
-    if (!link.empty()) out += fmt::format("<a href=\"{}\">{}</a>; ", h(link), h(p.id));
+    // _top: inside serve's frame the link opens the entry on the page, not in the frame.
+    if (!link.empty()) out += fmt::format("<a href=\"{}\" target=\"_top\">{}</a>; ", h(link), h(p.id));
     out += fmt::format("<code>firstfault explain {}</code>", h(detail::id_word(p.id)));
     for (const auto& r : p.references) out += fmt::format("; <a href=\"{0}\">{0}</a>", h(r));
     out += "</p>\n</section>\n";

@@ -137,6 +137,18 @@ try {
   await page.click('#entry-link');
   await page.waitForSelector('#entry:not([hidden]) h2');
   check((await page.textContent('#entry .muted')).includes(entryId), `paste: the entry link opens ${entryId}`);
+  // The report's own encyclopedia line links the entry too, and a click in the frame opens
+  // it on the page (the frame's sandbox lets a click navigate the page, nothing else).
+  await page.goto(permalink);
+  await reportText(page);
+  const inFrame = page.frameLocator('#report').locator(`a[href="/#entry=${entryId}"]`);
+  check((await inFrame.count()) === 1, 'paste: the report in the page links its entry (not only `firstfault explain`)');
+  if ((await inFrame.count()) === 1) {
+    await inFrame.click();
+    await page.waitForSelector('#entry:not([hidden]) h2', { timeout: 10000 }).catch(() => {});
+    check(new URL(page.url()).hash === `#entry=${entryId}` && (await page.textContent('#entry .muted').catch(() => '')).includes(entryId),
+      `paste: a click on the report's link opens ${entryId} on the page (${page.url()})`);
+  }
   // An id the server no longer keeps (or never had): said so (its 404 is expected).
   label = 'unknown id';
   await page.goto(base + 'report/0123456789abcdef0123456789abcdef');
