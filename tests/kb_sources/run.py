@@ -21,6 +21,13 @@ with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(git + cmd, check=True)
     r = subprocess.run([sys.executable, TOOL, "--check-notes", "--kb", os.path.join(HERE, "kb"),
                         "--repo", f"fake/fake={os.path.join(work, '.git')}=fake"], capture_output=True, text=True)
+    # --write on a copy: each false note becomes its source, wherever the note sits in the
+    # pattern's block (joined-c's is its last line); the true note stays.
+    kb_copy = os.path.join(tmp, "kb")
+    shutil.copytree(os.path.join(HERE, "kb"), kb_copy)
+    subprocess.run([sys.executable, TOOL, "--check-notes", "--write", "--kb", kb_copy,
+                    "--repo", f"fake/fake={os.path.join(work, '.git')}=fake"], capture_output=True, text=True)
+    written = open(os.path.join(kb_copy, "fake", "split.yaml"), encoding="utf-8").read()
 out = r.stdout + r.stderr
 failures = []
 if r.returncode != 1:
@@ -34,8 +41,14 @@ if "really-absent: the note says" in out:
     failures.append("really-absent: flagged, but its text is in no file")
 if "3 'not found verbatim' notes are false" not in out:
     failures.append("the count of false notes is not 3")
+for pid, path in (("joined-python", "src/launcher.py"), ("joined-c", "src/transport.c")):
+    block = written.split(f"- id: {pid}\n", 1)[-1].split("- id:", 1)[0]
+    if f"path: {path}" not in block or "source_note" in block:
+        failures.append(f"--write: {pid}'s note is not replaced by its source ({block.strip()!r})")
+if written.count("source_note") != 1:
+    failures.append(f"--write: {written.count('source_note')} notes left, expected really-absent's alone")
 if failures:
     print(out)
     print("\n".join(failures))
     sys.exit(1)
-print("kb-sources --check-notes: 3 false notes flagged, the true one kept")
+print("kb-sources --check-notes: 3 false notes flagged, the true one kept; --write puts each source in its note's place")
