@@ -48,8 +48,7 @@ if [ -n "$qemu" ]; then
   libc=$(ls "$libroot"/lib/*-linux-gnu/libc.so.6 "$libroot"/lib/libc.so.6 2>/dev/null | head -1)
   system=$( [ -f "$libroot/etc/os-release" ] && . "$libroot/etc/os-release" && echo "$PRETTY_NAME, ")
   FF_SMOKE_LIBC="$machine under $(basename "$qemu") -L $libroot: $system$("$qemu" -L "$libroot" "$libc" 2>/dev/null | head -1)"
-  export FF_SMOKE_LIBC
-  echo "run-smoke: $FF_SMOKE_LIBC"
+  export FF_SMOKE_LIBC  # smoke.sh's first line
   sh "$work/smoke.sh" "$work/firstfault" "$work"
   exit
 fi
