@@ -8,6 +8,8 @@
 #                   serve and --metrics in) and its checks, one inside a Debian 11 root
 #   make deb        a Debian package of it (build-portable/firstfault_*.deb)
 #   make rpm        an RPM of it for RHEL-family systems (build-portable/firstfault-*.rpm)
+#   make release ARCH=arm64 (and deb, rpm): the same for aarch64, cross-built with Debian's
+#                   aarch64-linux-gnu g++ (build-portable-arm64/), its tests under qemu
 #   make test-asan  the tests of our own code under AddressSanitizer + UBSan (preset asan,
 #                   build-asan/; the browser, node, packaging and load tests, and the
 #                   second corpus score, run in `make test` only: CMakePresets.json)
@@ -21,6 +23,25 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 EXAMPLE ?= examples/rank_exception.log
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
+# The release's architecture: this machine's (Debian's names), or arm64 cross-built from
+# amd64 (preset portable-arm64: tools/arm64-sysroot, cmake/aarch64-linux-gnu.cmake).
+# (An ARCH from the environment in the kernel's names, x86_64 or aarch64, is read as Debian's;
+# another is refused by release, deb and rpm only.)
+NATIVE_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+ARCH ?= $(NATIVE_ARCH)
+override ARCH := $(patsubst x86_64,amd64,$(patsubst aarch64,arm64,$(ARCH)))
+ifeq ($(ARCH),$(NATIVE_ARCH))
+  PRESET := portable
+  CROSS_ENV :=
+  MACHINE := $(shell uname -m)
+else ifeq ($(ARCH),arm64)
+  PRESET := portable-arm64
+  CROSS_ENV := FF_ARCH=arm64
+  MACHINE := aarch64
+else
+  PRESET := unsupported
+endif
+PORTABLE := $(ROOT)/build-$(PRESET)
 MAKEFLAGS += --no-print-directory
 # A build folder that `make run` or `make install` configures first builds no tests
 # (their packages are not installed for them); `make test` turns them on.
@@ -62,26 +83,29 @@ install: deps-build
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # release: the set-up first (packages, the static civetweb and prometheus-cpp built from
-# Debian's sources, the Debian 11 root of the smoke tests: each done once), then the
-# binary, its tests, and the glibc floor checked once more on the file itself.
+# Debian's sources, for arm64 the sysroot of arm64 libraries, the Debian 11 root of the
+# smoke tests: each done once), then the binary, its tests, and the glibc floor and the
+# machine checked once more on the file itself.
 release: deps-release
-	@$(ROOT)/tools/portable-deps
-	@$(ROOT)/tools/release-root || echo "make release: no Debian 11 root: portable_older_glibc will skip" >&2
-	@cd $(ROOT) && cmake --preset portable >/dev/null
-	@cmake --build $(ROOT)/build-portable -j $(JOBS)
-	@cd $(ROOT)/build-portable && ctest --output-on-failure -j $(JOBS)
-	@$(ROOT)/tools/release-check $(ROOT)/build-portable/firstfault
+	$(if $(filter unsupported,$(PRESET)),$(error ARCH is $(NATIVE_ARCH) (this machine's) or arm64 (cross-built), not $(ARCH)))
+	@$(CROSS_ENV) $(ROOT)/tools/portable-deps
+	$(if $(CROSS_ENV),@$(ROOT)/tools/arm64-sysroot)
+	@$(CROSS_ENV) $(ROOT)/tools/release-root || echo "make release: no Debian 11 root: portable_older_glibc will skip" >&2
+	@cd $(ROOT) && cmake --preset $(PRESET) >/dev/null
+	@cmake --build $(PORTABLE) -j $(JOBS)
+	@cd $(PORTABLE) && ctest --output-on-failure -j $(JOBS)
+	@$(ROOT)/tools/release-check $(PORTABLE)/firstfault 2.28 $(MACHINE)
 
 deps-release:
 	@$(ROOT)/tools/install-deps --release
 
 deb: release
-	@cd $(ROOT)/build-portable && cpack -G DEB
-	@ls $(ROOT)/build-portable/firstfault_*.deb
+	@cd $(PORTABLE) && cpack -G DEB
+	@for f in $(PORTABLE)/firstfault_*.deb; do echo "$$f: $$(dpkg-deb -f $$f Architecture), Depends: $$(dpkg-deb -f $$f Depends)"; done
 
 rpm: release
-	@cd $(ROOT)/build-portable && cpack -G RPM
-	@rpm -qlp $(ROOT)/build-portable/firstfault-*.rpm
+	@cd $(PORTABLE) && cpack -G RPM
+	@rpm -qlp $(PORTABLE)/firstfault-*.rpm
 
 test-asan: deps
 	@cd $(ROOT) && cmake --preset asan >/dev/null
@@ -92,4 +116,5 @@ fuzz: deps
 	@$(ROOT)/tools/fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ROOT)/build-portable $(ROOT)/build-portable-deps $(ROOT)/build-asan $(ROOT)/build-fuzz
+	rm -rf $(BUILD) $(ROOT)/build-portable $(ROOT)/build-portable-deps $(ROOT)/build-portable-arm64 \
+	  $(ROOT)/build-portable-deps-arm64 $(ROOT)/build-asan $(ROOT)/build-fuzz

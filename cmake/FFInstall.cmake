@@ -13,8 +13,16 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/share)
 set(FF_MANPAGE ${PROJECT_BINARY_DIR}/share/firstfault.1)
+# A cross build (preset portable-arm64) runs its binary here under CMAKE_CROSSCOMPILING_EMULATOR
+# (qemu-aarch64-static): CMake puts it before `firstfault` in the completions' commands;
+# gen-manpage is given it.
+if(CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
+  message(FATAL_ERROR "A cross build writes its man page and completions by running firstfault: "
+                      "it needs qemu-user-static (tools/install-deps --release)")
+endif()
 add_custom_command(OUTPUT ${FF_MANPAGE}
-  COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen-manpage $<TARGET_FILE:firstfault> ${FF_MANPAGE}
+  COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen-manpage
+          ${CMAKE_CROSSCOMPILING_EMULATOR} $<TARGET_FILE:firstfault> ${FF_MANPAGE}
   DEPENDS firstfault ${PROJECT_SOURCE_DIR}/tools/gen-manpage
   COMMENT "Writing the man page from firstfault --help"
   VERBATIM)
@@ -66,7 +74,13 @@ if(FF_PORTABLE AND FF_GLIBC_FLOOR)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.28)")
 endif()
-set(CPACK_STRIP_FILES ON)
+# A cross build's packages are for its target, not this machine (CPack asks dpkg and uname):
+# the arm64 portable build (preset portable-arm64) makes an arm64 .deb and an aarch64 .rpm.
+if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+  set(CPACK_RPM_PACKAGE_ARCHITECTURE aarch64)
+endif()
+set(CPACK_STRIP_FILES ON)  # with CMAKE_STRIP: the cross toolchain's for a cross build
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # The RPM for RHEL-family clusters: `make rpm` (from the portable build), or `cpack -G RPM`
 # (rpmbuild: Debian's rpm package). The same files; its Requires are rpmbuild's own reading

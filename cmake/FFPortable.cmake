@@ -25,6 +25,10 @@ list(PREPEND CMAKE_PREFIX_PATH ${FF_PORTABLE_DEPS})
 set(FF_PORTABLE_FIND NO_DEFAULT_PATH PATHS ${FF_PORTABLE_DEPS})  # never the shared ones
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)  # find_library, and so the Find modules and pkg-config, take archives
 add_link_options(-static-libstdc++ -static-libgcc)
+# No RPATH, not even in the build tree: the binary is copied to other machines. (A cross
+# build's library folders are not the compiler's implicit ones, so CMake would otherwise
+# write the sysroot's into the binary: tools/release-check refuses it.)
+set(CMAKE_SKIP_RPATH ON)
 
 # fmt: Debian's libfmt-dev has libfmt.so only; the header-only mode compiles it in.
 find_library(FF_FMT_ARCHIVE NAMES fmt)

@@ -2,7 +2,7 @@
 """End-to-end checks of the installed layout (ctest install_layout, package_deb).
 
     check_install.py --build-dir BUILD --build-type TYPE   # cmake --install, then check
-    check_install.py --build-dir BUILD --deb 0|1           # cpack -G DEB, then compare
+    check_install.py --build-dir BUILD --deb 0|1 [--arch A] # cpack -G DEB, then compare
 
 The subcommand tree and the flags are read from the installed binary's --help, so these
 checks follow the CLI as it grows: every subcommand must be in the man page and be
@@ -175,7 +175,7 @@ def check_layout(build_dir, build_type):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_deb(build_dir, portable):
+def check_deb(build_dir, portable, arch=None):
     tmp = tempfile.mkdtemp(prefix="ff-deb-")
     try:
         p = run(["cpack", "-G", "DEB", "--config", os.path.join(build_dir, "CPackConfig.cmake"), "-B", tmp])
@@ -187,9 +187,12 @@ def check_deb(build_dir, portable):
         listing = run(["dpkg-deb", "-c", deb]).stdout.split("\n")
         files = sorted(l.split()[-1][len("./usr/"):] for l in listing if l.startswith("-"))
         check(files == sorted(LAYOUT), f"the .deb holds the `make install` files under /usr (got {files})")
-        fields = {k: run(["dpkg-deb", "-f", deb, k]).stdout.strip() for k in ("Package", "Maintainer", "Depends")}
+        fields = {k: run(["dpkg-deb", "-f", deb, k]).stdout.strip()
+                  for k in ("Package", "Maintainer", "Depends", "Architecture")}
         print(fields)
         check(fields["Package"] == "firstfault" and "@" in fields["Maintainer"], "package name and maintainer")
+        if arch:
+            check(fields["Architecture"] == arch, f"the .deb is for {arch} (Architecture: {fields['Architecture']})")
         if portable:
             deps = [d.strip() for d in fields["Depends"].split(",") if d.strip()]
             check(len(deps) == 1 and deps[0].startswith("libc6"), f"the portable .deb depends on libc6 only ({deps})")
@@ -207,9 +210,10 @@ def main():
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--build-type", default="")
     ap.add_argument("--deb", choices=["0", "1"])
+    ap.add_argument("--arch", help="the .deb's Architecture (amd64, arm64)")
     a = ap.parse_args()
     if a.deb is not None:
-        check_deb(a.build_dir, a.deb == "1")
+        check_deb(a.build_dir, a.deb == "1", a.arch)
     else:
         check_layout(a.build_dir, a.build_type)
     if failures:

@@ -31,4 +31,15 @@ printf 'int main() { return 0; }\n' >"$work/clean.cc"
 here_glibc=$(getconf GNU_LIBC_VERSION | sed 's/^glibc //')
 sh "$check" "$work/clean" "$here_glibc" || { echo "check-fails: a program that needs nothing newer than glibc $here_glibc was refused" >&2; exit 1; }
 sh "$check" "$work/clean" 2.33 >/dev/null 2>&1 && { echo "check-fails: a floor below the binary's need (2.33) passed" >&2; exit 1; }
-echo "check-fails: release-check refuses arc4random (2.36), libstdc++.so.6 and a floor below the need; passes a clean binary"
+# The machine: the clean binary passes as what CXX makes and is refused as the other one
+# (the arm64 release must not be an x86-64 file, nor the reverse).
+case "$(readelf -h "$work/clean" | sed -n 's/.*Machine: *//p')" in
+  AArch64) own=aarch64; other=x86_64 ;;
+  *X86-64) own=x86_64; other=aarch64 ;;
+  *) own=""; other="" ;;
+esac
+if [ -n "$own" ]; then
+  sh "$check" "$work/clean" "$here_glibc" "$own" >/dev/null || { echo "check-fails: an $own binary was refused as $own" >&2; exit 1; }
+  sh "$check" "$work/clean" "$here_glibc" "$other" >/dev/null 2>&1 && { echo "check-fails: an $own binary passed as $other" >&2; exit 1; }
+fi
+echo "check-fails: release-check refuses arc4random (2.36), libstdc++.so.6, a floor below the need${own:+ and an $own binary as $other}; passes a clean binary"

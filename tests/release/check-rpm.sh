@@ -1,11 +1,13 @@
 #!/bin/sh
-# check-rpm.sh BUILD_DIR: the portable build's RPM (cpack -G RPM, rpmbuild from Debian's rpm
+# check-rpm.sh BUILD_DIR [ARCH]: the portable build's RPM (cpack -G RPM, rpmbuild from Debian's rpm
 # package), read back with rpm -qlp and --requires: the `make install` files under /usr
 # (the binary, the man page, the completions) and nothing required beyond glibc's libraries
 # (and rtld(GNU_HASH), which rpmbuild adds for every such binary and glibc provides),
-# none at a version newer than GLIBC_2.28. Exit 77 where rpmbuild is missing.
+# none at a version newer than GLIBC_2.28, and its architecture ARCH (x86_64, aarch64) when
+# given. Exit 77 where rpmbuild is missing.
 set -u
 build=$(cd "$1" && pwd)
+want_arch=${2:-}
 command -v rpmbuild >/dev/null && command -v rpm >/dev/null || { echo "check-rpm: no rpmbuild (Debian: rpm): skipped"; exit 77; }
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -13,6 +15,10 @@ trap 'rm -rf "$work"' EXIT
 rpmfile=$(ls "$work"/*.rpm 2>/dev/null | head -1)
 [ -n "$rpmfile" ] || { echo "check-rpm: no .rpm made" >&2; exit 1; }
 echo "check-rpm: $(basename "$rpmfile"), $(wc -c <"$rpmfile") bytes"
+if [ -n "$want_arch" ]; then
+  arch=$(rpm -qp --qf '%{ARCH}' "$rpmfile" 2>/dev/null)
+  [ "$arch" = "$want_arch" ] || { echo "check-rpm: the package is for $arch, not $want_arch" >&2; exit 1; }
+fi
 files=$(rpm -qlp "$rpmfile" 2>/dev/null)
 for want in /usr/bin/firstfault /usr/share/man/man1/firstfault.1 /usr/share/bash-completion/completions/firstfault \
             /usr/share/zsh/site-functions/_firstfault /usr/share/fish/vendor_completions.d/firstfault.fish; do

@@ -17,7 +17,7 @@ dir=$2
 say() { echo "smoke: $*"; }
 die() { echo "smoke: FAILED: $*" >&2; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; exit 1; }
 export FIRSTFAULT_CACHE_DIR="$dir/cache" FIRSTFAULT_NO_HISTORY=1 NO_COLOR=1
-say "$(ldd --version 2>&1 | head -1)"
+say "${FF_SMOKE_LIBC:-$(ldd --version 2>&1 | head -1)}"
 
 v=$("$bin" -V) || die "-V: exit $?"
 printf '%s\n' "$v" | grep -q '^includes: .*serve' || die "-V does not list serve: $v"
