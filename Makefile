@@ -4,12 +4,13 @@
 # and:
 #   make install    the binary, man page, completions and docs under PREFIX (default
 #                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
-#   make release    the portable binary (build-portable/firstfault: needs only glibc 2.28+,
-#                   serve and --metrics in) and its checks, one inside a Debian 11 root
-#   make deb        a Debian package of it (build-portable/firstfault_*.deb)
-#   make rpm        an RPM of it for RHEL-family systems (build-portable/firstfault-*.rpm)
-#   make release ARCH=arm64 (and deb, rpm): the same for aarch64, cross-built with Debian's
-#                   aarch64-linux-gnu g++ (build-portable-arm64/), its tests under qemu
+#   make release    the portable binaries for x86-64 (build-portable/firstfault: needs only
+#                   glibc 2.28+, serve and --metrics in) and aarch64 (build-portable-arm64/,
+#                   cross-built with Debian's aarch64-linux-gnu g++), and their checks: one
+#                   inside a Debian 11 root, the arm64 ones under qemu
+#   make deb        a Debian package of each (build-portable*/firstfault_*.deb)
+#   make rpm        an RPM of each for RHEL-family systems (build-portable*/firstfault-*.rpm)
+#   make release ARCH=amd64 (or arm64; deb, rpm too): one architecture only (half the time)
 #   make test-asan  the tests of our own code under AddressSanitizer + UBSan (preset asan,
 #                   build-asan/; the browser, node, packaging and load tests, and the
 #                   second corpus score, run in `make test` only: CMakePresets.json)
@@ -23,12 +24,14 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 EXAMPLE ?= examples/rank_exception.log
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
-# The release's architecture: this machine's (Debian's names), or arm64 cross-built from
-# amd64 (preset portable-arm64: tools/arm64-sysroot, cmake/aarch64-linux-gnu.cmake).
+# The release's architecture: all (the default: this machine's, and arm64 cross-built from
+# amd64), this machine's (Debian's names), or arm64 (preset portable-arm64:
+# tools/arm64-sysroot, cmake/aarch64-linux-gnu.cmake).
 # (An ARCH from the environment in the kernel's names, x86_64 or aarch64, is read as Debian's;
 # another is refused by release, deb and rpm only.)
 NATIVE_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
-ARCH ?= $(NATIVE_ARCH)
+ARCH ?= all
+ALL_ARCHS := $(NATIVE_ARCH) $(if $(filter amd64,$(NATIVE_ARCH)),arm64)
 override ARCH := $(patsubst x86_64,amd64,$(patsubst aarch64,arm64,$(ARCH)))
 ifeq ($(ARCH),$(NATIVE_ARCH))
   PRESET := portable
@@ -47,7 +50,8 @@ MAKEFLAGS += --no-print-directory
 # (their packages are not installed for them); `make test` turns them on.
 NO_TESTS_IF_NEW = $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DFF_BUILD_TESTS=OFF)
 
-.PHONY: all deps deps-build deps-release configure build run test install release deb rpm test-asan fuzz clean
+.PHONY: all deps deps-build deps-release configure build run test install release deb rpm release-one deb-one \
+        rpm-one test-asan fuzz clean
 
 all: build
 
@@ -86,8 +90,12 @@ install: deps-build
 # Debian's sources, for arm64 the sysroot of arm64 libraries, the Debian 11 root of the
 # smoke tests: each done once), then the binary, its tests, and the glibc floor and the
 # machine checked once more on the file itself.
-release: deps-release
-	$(if $(filter unsupported,$(PRESET)),$(error ARCH is $(NATIVE_ARCH) (this machine's) or arm64 (cross-built), not $(ARCH)))
+# ARCH=all: each architecture in turn (ALL_ARCHS), each by its own make.
+release deb rpm:
+	@$(foreach a,$(if $(filter all,$(ARCH)),$(ALL_ARCHS),$(ARCH)),$(MAKE) -f $(ROOT)/Makefile $@-one ARCH=$(a) &&) true
+
+release-one: deps-release
+	$(if $(filter unsupported,$(PRESET)),$(error ARCH is all, $(NATIVE_ARCH) (this machine's) or arm64 (cross-built), not $(ARCH)))
 	@$(CROSS_ENV) $(ROOT)/tools/portable-deps
 	$(if $(CROSS_ENV),@$(ROOT)/tools/arm64-sysroot)
 	@$(CROSS_ENV) $(ROOT)/tools/release-root || echo "make release: no Debian 11 root: portable_older_glibc will skip" >&2
@@ -99,11 +107,11 @@ release: deps-release
 deps-release:
 	@$(ROOT)/tools/install-deps --release
 
-deb: release
+deb-one: release-one
 	@cd $(PORTABLE) && cpack -G DEB
 	@for f in $(PORTABLE)/firstfault_*.deb; do echo "$$f: $$(dpkg-deb -f $$f Architecture), Depends: $$(dpkg-deb -f $$f Depends)"; done
 
-rpm: release
+rpm-one: release-one
 	@cd $(PORTABLE) && cpack -G RPM
 	@rpm -qlp $(PORTABLE)/firstfault-*.rpm
 
