@@ -194,33 +194,30 @@ int _dl_find_object(void* address, struct dl_find_object* result) noexcept {
 // libarchive.a takes random bytes from arc4random_buf (archive_random.c). The kernel's
 // getrandom (glibc 2.25), then /dev/urandom for kernels before 3.17; no bytes at all is fatal,
 // as it is in glibc's.
+namespace {
+// Calls read_some(fd, p, size) until size bytes came, it fails (EINTR retried) or it gives none.
+void fill_from(unsigned char*& p, size_t& size, ssize_t (*read_some)(int, unsigned char*, size_t), int fd) {
+  while (size > 0) {
+    const ssize_t n = read_some(fd, p, size);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<size_t>(n);
+    } else if (!(n < 0 && errno == EINTR)) {
+      return;
+    }
+  }
+}
+}  // namespace
+
 void arc4random_buf(void* buffer, size_t size) noexcept {
   auto* p = static_cast<unsigned char*>(buffer);
-  while (size > 0) {
-    const ssize_t n = getrandom(p, size, 0);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
-  }
+  fill_from(p, size, [](int, unsigned char* at, size_t left) -> ssize_t { return getrandom(at, left, 0); }, -1);
   if (size == 0) return;
   const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  while (fd >= 0 && size > 0) {
-    const ssize_t n = read(fd, p, size);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
+  if (fd >= 0) {
+    fill_from(p, size, [](int from, unsigned char* at, size_t left) -> ssize_t { return read(from, at, left); }, fd);
+    close(fd);
   }
-  if (fd >= 0) close(fd);
   if (size > 0) abort();
 }
 

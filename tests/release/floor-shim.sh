@@ -15,9 +15,12 @@ src=$(cd "$here/../.." && pwd)
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 wraps=$(sed -n 's/^FF_\(OLD\|SHIM\)(\([A-Za-z0-9_]*\).*$/-Wl,--wrap=\2/p' "$src/src/app/glibc_floor.def")
-"$cxx" -std=c++20 -O2 -c -I"$src/src/app" "$src/src/app/glibc_floor.cc" -o "$work/floor.o" 2>"$work/cc.err" \
-  && "$cxx" -std=c++20 -O2 -c "$here/floor_probe.cc" -o "$work/probe.o" 2>>"$work/cc.err" \
+# A compiler that cannot build the probe (absent, or no C++20 library for its target) skips;
+# one that builds the probe but not glibc_floor.cc fails: that is the code under test.
+"$cxx" -std=c++20 -O2 -c "$here/floor_probe.cc" -o "$work/probe.o" 2>"$work/cc.err" \
   || { cat "$work/cc.err"; echo "floor-shim: $cxx cannot build the probe: skipped"; exit 77; }
+"$cxx" -std=c++20 -O2 -c -I"$src/src/app" "$src/src/app/glibc_floor.cc" -o "$work/floor.o" 2>"$work/cc.err" \
+  || { cat "$work/cc.err"; echo "floor-shim: src/app/glibc_floor.cc does not compile with $cxx" >&2; exit 1; }
 # shellcheck disable=SC2086
 "$cxx" -static-libstdc++ -static-libgcc "$work/probe.o" "$work/floor.o" $wraps \
   -Wl,--push-state,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--pop-state -o "$work/probe" || exit 1
