@@ -8,3 +8,7 @@ def check(port, rank):
         )
     raise RuntimeError(f"Rank {rank} lost its heartbeat "
                        f"after {port} seconds of silence")
+
+
+# A comment quoting a message is not where it is printed:
+# "The fixture's watchdog gave up on the store after a long wait"
