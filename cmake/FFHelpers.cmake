@@ -24,6 +24,9 @@ function(ff_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
   add_library(ff_${name} STATIC ${M_SOURCES})
   add_library(ff::${name} ALIAS ff_${name})
+  # Every module's archive, for the portable link (cmake/FFPortable.cmake), which links them
+  # as files, without the shared libraries their targets name.
+  set_property(GLOBAL APPEND PROPERTY FF_MODULES ff_${name})
   # Each library exports only its own headers: a folder holding one link, <name> ->
   # src/<name>, so `#include "<name>/x.h"` works for it and for what links it, and an
   # include of a module it does not link fails to compile. (tools/check-layering checks the

@@ -13,12 +13,6 @@
 #ifndef FF_VERSION
 #define FF_VERSION "0.0.0"
 #endif
-#ifndef FF_BUILD_TYPE
-#define FF_BUILD_TYPE "unknown"
-#endif
-#ifndef FF_PORTABLE_BUILD
-#define FF_PORTABLE_BUILD 0
-#endif
 
 namespace ff::app {
 
@@ -31,11 +25,10 @@ std::string version_text(const std::string& includes) {
   return fmt::format("firstfault " FF_VERSION
                      "\n"
                      "commit: {}\n"
-                     "build: {}{}\n"
+                     "build: {}\n"
                      "includes: {}\n"
                      "knowledge base: {}",
-                     build_commit(), FF_BUILD_TYPE, FF_PORTABLE_BUILD ? ", portable (static, needs only glibc)" : "",
-                     includes, kb_line);
+                     build_commit(), build_kind(), includes, kb_line);
 }
 
 namespace {

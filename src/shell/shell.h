@@ -33,6 +33,13 @@ std::string version_text(const std::string& includes);
 // The git commit of the build, as the build recorded it (generated build_info.cc).
 const char* build_commit();
 
+// The build's kind for --version: the build type, and ", portable (static, needs only
+// glibc)" for a portable link. In build_kind.cc alone, compiled into this module with the
+// build's own FF_PORTABLE, and compiled again into a portable link of a normal build's
+// objects (firstfault-portable, cmake/FFPortable.cmake) with FF_PORTABLE_BUILD=1: that
+// object is linked before the archives, so libff_shell.a's copy is never pulled in.
+const char* build_kind();
+
 // Adds the hidden subcommand `completions bash|zsh|fish [-o FILE]` (not listed in the help)
 // and returns it; run_completions() serves it once parsed.
 CLI::App* add_completions_command(CLI::App& app);

@@ -3,7 +3,7 @@
 # (inside the Debian 11 root: tests/release/older-glibc.sh; under qemu for arm64). DIR
 # holds the inputs the caller copied in: job.log (a real log that failed), kb-bad/ (a
 # knowledge base whose YAML does not parse). Needs sh and curl. Exits 1 on the first failure.
-#  1. -V lists serve and --metrics;
+#  1. -V lists serve and --metrics, and says the build is portable;
 #  2. diagnose a real log: exit 1, a FAILED verdict;
 #  3. kb check: the embedded knowledge base passes;
 #  4. C++ exceptions unwind through the binary: a bad option (CLI11 throws, main catches:
@@ -22,7 +22,8 @@ say "${FF_SMOKE_LIBC:-$(ldd --version 2>&1 | head -1)}"
 v=$("$bin" -V) || die "-V: exit $?"
 printf '%s\n' "$v" | grep -q '^includes: .*serve' || die "-V does not list serve: $v"
 printf '%s\n' "$v" | grep -q '^includes: .*, --metrics' || die "-V does not list --metrics: $v"
-say "-V: $(printf '%s\n' "$v" | grep '^includes:')"
+printf '%s\n' "$v" | grep -q '^build: .*, portable' || die "-V does not say portable: $v"
+say "-V: $(printf '%s\n' "$v" | grep '^includes:'); $(printf '%s\n' "$v" | grep '^build:')"
 
 out=$("$bin" diagnose --color never "$dir/job.log"); rc=$?
 [ "$rc" -eq 1 ] || die "diagnose: exit $rc, expected 1"
