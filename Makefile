@@ -1,6 +1,8 @@
 # firstfault — two commands do everything:
 #   make run    install the build packages, build the binary, diagnose a bundled example log
-#   make test   install everything (test packages too), build, run every test
+#   make test   install everything (test packages too), build, run every test (and, once
+#               tools/portable-deps has run, link build/firstfault-portable the release's
+#               way and check it: cmake/FFPortable.cmake; CI does)
 # and:
 #   make install    the binary, man page, completions and docs under PREFIX (default
 #                   /usr/local), below DESTDIR if set: make install PREFIX=~/.local
