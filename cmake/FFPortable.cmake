@@ -45,22 +45,23 @@ if(FF_PORTABLE)
   set_target_properties(fmt::fmt PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${FF_FMT_INCLUDE})
 endif()
 
-# ff_portable_archives(<var> <required> <name>...): the archive lib<name>.a of each name, in
-# order, FF_PORTABLE_DEPS first. A required name with no archive is an error naming the
-# package or the tool that makes it; another is left out with a note (the link then fails
-# if it was needed).
-function(ff_portable_archives var required)
+# ff_portable_archives(<var> <name>...): the archive lib<name>.a of each name, in order,
+# FF_PORTABLE_DEPS first. A name with no archive is an error naming the package or the tool
+# that makes it; a name written <name>? is optional: without an archive it is left out with
+# a note (the link then fails if it was needed).
+function(ff_portable_archives var)
   set(out)
   foreach(name ${ARGN})
-    find_library(FF_ARCHIVE_${name} NAMES lib${name}.a HINTS ${FF_PORTABLE_DEPS}/lib)
-    if(FF_ARCHIVE_${name})
-      list(APPEND out ${FF_ARCHIVE_${name}})
-    elseif(required)
-      message(FATAL_ERROR "The portable link needs lib${name}.a: not in ${FF_PORTABLE_DEPS}/lib "
+    string(REGEX REPLACE "[?]$" "" lib ${name})
+    find_library(FF_ARCHIVE_${lib} NAMES lib${lib}.a HINTS ${FF_PORTABLE_DEPS}/lib)
+    if(FF_ARCHIVE_${lib})
+      list(APPEND out ${FF_ARCHIVE_${lib}})
+    elseif(name STREQUAL lib)
+      message(FATAL_ERROR "The portable link needs lib${lib}.a: not in ${FF_PORTABLE_DEPS}/lib "
               "(tools/portable-deps builds civetweb, prometheus-cpp and fmt there) nor in the "
               "system's library folders (its Debian -dev package: tools/install-deps --build)")
     else()
-      message(STATUS "Portable link: no lib${name}.a; not linked (only needed for formats firstfault does not read)")
+      message(STATUS "Portable link: no lib${lib}.a; not linked (only needed for formats firstfault does not read)")
     endif()
   endforeach()
   set(${var} ${out} PARENT_SCOPE)
@@ -86,25 +87,20 @@ function(ff_portable_link target)
   if(HS_FOUND)
     list(APPEND names hs)
   endif()
-  list(APPEND names sqlite3 archive)
-  ff_portable_archives(required ON ${names})
-  # libarchive's own dependencies (pkg-config --static --libs libarchive), but for libxml2,
-  # which only its XAR reader and writer use: firstfault enables tar, raw and bzip2 only
-  # (io.archive.cc, io.codecs.cc, bundle.cc), so those objects stay out of the link, and
+  # libarchive, then its own dependencies (pkg-config --static --libs libarchive), but for
+  # libxml2, which only its XAR reader and writer use: firstfault enables tar, raw and bzip2
+  # only (io.archive.cc, io.codecs.cc, bundle.cc), so those objects stay out of the link, and
   # libxml2.a, given, would need ICU, which is not (issue 35). (Enabling those formats alone
   # is not enough: the pax writer's one helper sits beside the table of every writer;
   # src/app/archive_static.cc defines it, so that object stays out.)
-  ff_portable_archives(optional OFF nettle acl)
-  ff_portable_archives(compression ON lzma zstd)
-  ff_portable_archives(optional_compression OFF lz4 bz2)
-  ff_portable_archives(last ON z fmt)
+  list(APPEND names sqlite3 archive nettle? acl? lzma zstd lz4? bz2? z fmt)
+  ff_portable_archives(archives ${names})
   set(app ${PROJECT_SOURCE_DIR}/src/app)
   target_sources(${target} PRIVATE ${app}/archive_static.cc ${PROJECT_SOURCE_DIR}/src/shell/build_kind.cc)
   # --version says "portable": this object's build_kind() is linked, libff_shell.a's is not.
   target_compile_definitions(${target} PRIVATE FF_BUILD_TYPE="${CMAKE_BUILD_TYPE}" FF_PORTABLE_BUILD=1)
   target_link_libraries(${target} PRIVATE
-    -Wl,--start-group ${module_archives} -Wl,--end-group
-    ${required} ${optional} ${compression} ${optional_compression} ${last})
+    -Wl,--start-group ${module_archives} -Wl,--end-group ${archives})
   add_dependencies(${target} ${modules})
   target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
   set_target_properties(${target} PROPERTIES SKIP_BUILD_RPATH ON LINKER_LANGUAGE CXX)
@@ -122,8 +118,8 @@ function(ff_portable_link target)
     target_link_options(${target} PRIVATE ${wraps}
       -Wl,--push-state,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--pop-state)
   endif()
-  list(JOIN required " " shown)
-  message(STATUS "Portable link of ${target}: the modules' archives, ${shown} ${optional} ${compression} ${optional_compression} ${last}")
+  list(JOIN archives " " shown)
+  message(STATUS "Portable link of ${target}: the modules' archives, ${shown}")
 endfunction()
 
 # After the modules: the portable link of firstfault (FF_PORTABLE) or of firstfault-portable
