@@ -526,7 +526,9 @@ TEST_F(Watch, RunPassesOutputThroughAndKeepsTheExitStatus) {
 // verify command, pasted, reads it.
 TEST_F(Watch, Issue33RunKeepsItsOutputInTheFileItsVerifyCommandNames) {
   const std::string log = data_path("01_rank_exception.log");
-  ff::test::write_file(dir_ / "job.sh", "echo 'starting on stderr' >&2\ncat " + quote(log) + "\nexit 3\n");
+  // (A pause between the two streams: lines written to two pipes at the same instant have no
+  // order to keep, and a loaded machine's poll may find both ready at once.)
+  ff::test::write_file(dir_ / "job.sh", "echo 'starting on stderr' >&2\nsleep 0.3\ncat " + quote(log) + "\nexit 3\n");
   const fs::path kept = dir_ / "kept.log";
   ff::test::Outcome r =
       run("run --no-history -f json --log " + quote(kept.string()) + " -- sh " + quote((dir_ / "job.sh").string()));
